@@ -1,0 +1,37 @@
+# The README's two commands are `make repro` and `make test`; .ci/run calls `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+export MLFLOW_DISABLE_TELEMETRY := true
+export DO_NOT_TRACK := 1
+export DVC_NO_ANALYTICS := 1
+export NUMBA_CACHE_DIR := $(CURDIR)/.numba_cache
+
+.PHONY: venv test repro lint bench clean
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements.txt
+	$(BIN)/pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/ruff check src tests pipelines benchmarks
+	$(BIN)/python -m pytest -q tests
+
+repro: $(STAMP)
+	test -d .dvc || $(BIN)/dvc init --quiet
+	$(BIN)/dvc config core.analytics false
+	$(BIN)/dvc config core.check_update false
+	$(BIN)/dvc repro
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests pipelines benchmarks
+
+clean:
+	rm -rf .numba_cache .pytest_cache

@@ -1,0 +1,81 @@
+"""Input validation shared by every estimator (scikit-learn conventions)."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import validate_data
+
+UNLABELED = -1
+
+
+def validate_semi_supervised(estimator, X, y, *, require_unlabeled: bool = True):
+    """Validate ``fit(X, y)`` input where ``y == -1`` marks unlabeled samples.
+
+    Returns ``(X, y, labeled_mask, classes)``. ``classes`` holds the real classes
+    only (never -1), as in scikit-learn's ``SelfTrainingClassifier``.
+
+    Raises ``ValueError`` with a message naming the problem for: NaN/inf, empty X,
+    sparse X, non-numeric features, continuous targets, no labeled samples, a single
+    labeled class, and (when ``require_unlabeled``) no unlabeled samples.
+    """
+    X, y = validate_data(
+        estimator,
+        X,
+        y,
+        accept_sparse=False,
+        dtype=np.float64,
+        ensure_all_finite=True,
+        y_numeric=False,
+        reset=True,
+    )
+    y = np.asarray(y)
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        raise ValueError("y contains NaN or infinity.")
+    if y.dtype.kind not in "iufb":
+        raise ValueError(
+            "y must be numeric with -1 marking unlabeled samples; "
+            f"got dtype {y.dtype}."
+        )
+    labeled = y != UNLABELED
+    if not labeled.any():
+        raise ValueError("No labeled samples: every y is -1 (unlabeled).")
+    target_type = type_of_target(y[labeled])
+    if target_type not in ("binary", "multiclass"):
+        raise ValueError(
+            f"Unknown label type: {target_type!r}. Labels must be class labels; "
+            "-1 marks unlabeled samples."
+        )
+    classes = np.unique(y[labeled])
+    if classes.size < 2:
+        raise ValueError(
+            "Only one class among the labeled samples "
+            f"({classes[0]!r}); at least two are needed."
+        )
+    if require_unlabeled and labeled.all():
+        raise ValueError(
+            "No unlabeled samples: mark them with y == -1 (a semi-supervised "
+            "estimator needs some)."
+        )
+    return X, y, labeled, classes
+
+
+def validate_predict(estimator, X):
+    """Validate prediction input against the fitted feature count."""
+    return validate_data(
+        estimator,
+        X,
+        accept_sparse=False,
+        dtype=np.float64,
+        ensure_all_finite=True,
+        reset=False,
+    )
+
+
+def check_divergence(values, parameter_hint: str) -> None:
+    """Stop with a clear error instead of returning a silently broken model."""
+    if not np.all(np.isfinite(values)):
+        raise FloatingPointError(
+            "the solver diverged (non-finite coefficients); reduce "
+            f"{parameter_hint}."
+        )
