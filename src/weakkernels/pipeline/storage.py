@@ -1,0 +1,129 @@
+"""Atomic file output, hashing and ``params.yaml`` access for the pipeline stages.
+
+Every stage output goes through a temporary file in the destination directory
+followed by :func:`os.replace`, so an interrupted stage never leaves a partial
+file behind that a later stage (or DVC) could mistake for a finished one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "atomic_write",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "atomic_write_text",
+    "canonical_hash",
+    "load_npz",
+    "load_params",
+    "repo_root",
+    "save_npz",
+    "sha256_file",
+]
+
+
+def repo_root(start: str | os.PathLike | None = None) -> Path:
+    """The directory holding ``params.yaml`` (searched upwards from ``start``/cwd)."""
+    here = Path(start or os.getcwd()).resolve()
+    for cand in (here, *here.parents):
+        if (cand / "params.yaml").exists() or (cand / ".git").exists():
+            return cand
+    return here
+
+
+def atomic_write(path: str | os.PathLike, writer: Callable[[Path], None]) -> Path:
+    """Call ``writer(tmp_path)`` and rename the result over ``path``.
+
+    The temporary file lives in the same directory (same file system), so the
+    final :func:`os.replace` is atomic; on any error the temporary is removed.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        writer(tmp_path)
+        with open(tmp_path, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp_path, path)
+    except BaseException:
+        tmp_path.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def atomic_write_bytes(path: str | os.PathLike, payload: bytes) -> Path:
+    return atomic_write(path, lambda p: p.write_bytes(payload))
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    return atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"))
+
+
+def _to_jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_to_jsonable(v) for v in value]
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.ndarray):
+        return _to_jsonable(value.tolist())
+    return value
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
+    text = json.dumps(_to_jsonable(obj), indent=2, sort_keys=True, allow_nan=False)
+    return atomic_write_text(path, text + "\n")
+
+
+def save_npz(path: str | os.PathLike, **arrays: np.ndarray) -> Path:
+    """Atomically write an uncompressed ``.npz`` (object arrays are refused)."""
+    for name, arr in arrays.items():
+        if np.asarray(arr).dtype == object:
+            raise TypeError(f"array {name!r} has object dtype")
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return atomic_write_bytes(path, buf.getvalue())
+
+
+def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    with np.load(path, allow_pickle=False) as data:
+        return {k: data[k] for k in data.files}
+
+
+def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(chunk), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def canonical_hash(obj: Any, length: int = 12) -> str:
+    """Short sha256 of the canonical JSON form of ``obj`` (sorted keys)."""
+    text = json.dumps(_to_jsonable(obj), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def load_params(path: str | os.PathLike = "params.yaml") -> dict[str, Any]:
+    """Read the whole ``params.yaml``; stages pick their own sections."""
+    import yaml
+
+    with open(path, encoding="utf-8") as fh:
+        return yaml.safe_load(fh) or {}
