@@ -1,0 +1,580 @@
+"""Numba SMO solver for the convex sub-problem of the CCCP algorithms of paper 004.
+
+Collobert, Sinz, Weston & Bottou, *Large Scale Transductive SVMs* (JMLR 2006),
+Algorithms 1.2 and 1.3: every CCCP iteration solves
+
+.. math::
+
+    \\max_\\alpha \\; \\alpha \\cdot \\zeta - \\tfrac12 \\alpha^T K \\alpha
+    \\quad \\text{s.t.} \\quad \\textstyle\\sum_k \\alpha_k = 0,
+    \\quad A_k \\le \\alpha_k \\le B_k .
+
+Sign convention (the one of the paper and of LaSVM): ``alpha_k`` is the *signed*
+coefficient of example ``k`` (``y_k alpha_k >= 0`` for a plain SVM), ``K`` is the
+plain kernel matrix (not ``y y^T * K``), and the equality constraint is
+``sum(alpha) = 0``. The paper's per-example bounds ``lo_k <= y_k alpha_k <= hi_k``
+become ``A_k = lo_k, B_k = hi_k`` for ``y_k = +1`` and ``A_k = -hi_k,
+B_k = -lo_k`` for ``y_k = -1`` (:func:`bounds_from_margins`). Bounds may be
+infinite: the balancing variable ``alpha_0`` of Eq. 1.15 is a free Lagrange
+multiplier.
+
+The gradient is ``g = zeta - K alpha``; at the optimum ``g_k = b`` for every free
+``alpha_k`` (so ``f(x_k) = (K alpha)_k + b = zeta_k``), which is how the bias of
+Algorithms 1.2/1.3 is read off. The stopping rule is the maximal-violating-pair
+gap ``max_{alpha_i < B_i} g_i - min_{alpha_j > A_j} g_j < tol``, identical to
+LIBSVM's (and scikit-learn's ``SVC(tol=...)``) after the change of variables
+``alpha_libsvm = y * alpha``.
+
+Several optimisation variables may share one *base point*: CCCP-TSVM duplicates
+every unlabeled point with both labels (Sec. 1.5.3), and the balancing example
+``x_0`` (Eq. 1.15) is a virtual base point whose kernel row is the mean of the
+unlabeled rows. Kernel rows are cached per base point, so the duplicates cost no
+extra kernel evaluations and no extra cache memory.
+
+Solver pieces: second-order working-set selection (Fan, Chen & Lin 2005, LIBSVM
+WSS2), a bounded LRU cache of kernel rows (``cache_size`` MB as in scikit-learn;
+the full matrix is never formed unless it fits in the cache), LIBSVM-style
+shrinking with gradient reconstruction, and an iteration cap.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from weakkernels.kernels import KERNEL_CODES
+
+# fastmath flags without ``nnan``/``ninf``; only used on kernel evaluations,
+# whose inputs are validated finite. The SMO loop itself meets infinite bounds
+# (the free balancing variable) and must not use fastmath.
+FASTMATH = {"nsz", "arcp", "contract", "reassoc"}
+
+# LIBSVM's TAU: curvature floor for pairs with K_ii + K_jj - 2 K_ij <= 0 (e.g.
+# the two copies of one unlabeled point, which share their feature vector).
+TAU = 1e-12
+
+STATUS_CONVERGED = 0
+STATUS_MAX_ITER = 1
+
+_RBF = KERNEL_CODES["rbf"]
+_LAPLACIAN = KERNEL_CODES["laplacian"]
+_POLY = KERNEL_CODES["poly"]
+_LINEAR = KERNEL_CODES["linear"]
+
+
+# --------------------------------------------------------------------------
+# kernel evaluations
+# --------------------------------------------------------------------------
+
+
+@njit(fastmath=FASTMATH, cache=True)
+def _ipow(x, degree):
+    # Integer power by repeated multiplication: pow() with fastmath may take
+    # approximate paths, and a negative base with a float exponent is NaN-prone.
+    r = 1.0
+    for _ in range(degree):
+        r *= x
+    return r
+
+
+@njit(fastmath=FASTMATH, cache=True)
+def _kernel_row(xi, xi_sq, X, sqnorm, code, sigma, degree, coef0, out):
+    """``out[q] = k(xi, X[q])`` for every row of ``X`` (one kernel row)."""
+    n, d = X.shape
+    for q in range(n):
+        if code == 1:  # laplacian
+            acc = 0.0
+            for t in range(d):
+                acc += abs(xi[t] - X[q, t])
+            out[q] = math.exp(-sigma * acc)
+        else:
+            dot = 0.0
+            for t in range(d):
+                dot += xi[t] * X[q, t]
+            if code == 0:  # rbf, with precomputed squared norms
+                d2 = xi_sq + sqnorm[q] - 2.0 * dot
+                if d2 < 0.0:
+                    d2 = 0.0
+                out[q] = math.exp(-sigma * d2)
+            elif code == 2:  # poly
+                out[q] = _ipow(sigma * dot + coef0, degree)
+            else:  # linear
+                out[q] = dot
+
+
+@njit(cache=True)
+def _kernel_diag(X, sqnorm, code, sigma, degree, coef0):
+    n = X.shape[0]
+    out = np.empty(n)
+    for q in range(n):
+        if code == 0 or code == 1:
+            out[q] = 1.0
+        elif code == 2:
+            out[q] = _ipow(sigma * sqnorm[q] + coef0, degree)
+        else:
+            out[q] = sqnorm[q]
+    return out
+
+
+@njit(cache=True)
+def _mean_kernel_column(X, sqnorm, idx, code, sigma, degree, coef0):
+    """Eq. 1.15: ``k0[q] = mean_{u in idx} k(x_u, x_q)`` and ``k00 = mean k0[idx]``.
+
+    Computed one row at a time, so memory stays O(n) although the cost is
+    O(|idx| n d) kernel work, paid once per fit.
+    """
+    n = X.shape[0]
+    k0 = np.zeros(n)
+    row = np.empty(n)
+    for a in range(idx.shape[0]):
+        u = idx[a]
+        _kernel_row(X[u], sqnorm[u], X, sqnorm, code, sigma, degree, coef0, row)
+        for q in range(n):
+            k0[q] += row[q]
+    inv = 1.0 / idx.shape[0]
+    k00 = 0.0
+    for q in range(n):
+        k0[q] *= inv
+    for a in range(idx.shape[0]):
+        k00 += k0[idx[a]]
+    return k0, k00 * inv
+
+
+@njit(fastmath=FASTMATH, cache=True)
+def _decision(Z, SV, sv_sq, coef, intercept, code, sigma, degree, coef0):
+    """``F[r, c] = sum_s coef[c, s] k(Z[r], SV[s]) + intercept[c]``, row by row."""
+    n = Z.shape[0]
+    n_out, n_sv = coef.shape
+    F = np.empty((n, n_out))
+    row = np.empty(n_sv)
+    for r in range(n):
+        zsq = 0.0
+        for t in range(Z.shape[1]):
+            zsq += Z[r, t] * Z[r, t]
+        _kernel_row(Z[r], zsq, SV, sv_sq, code, sigma, degree, coef0, row)
+        for c in range(n_out):
+            acc = intercept[c]
+            for s in range(n_sv):
+                acc += coef[c, s] * row[s]
+            F[r, c] = acc
+    return F
+
+
+# --------------------------------------------------------------------------
+# LRU kernel-row cache over base points
+# --------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _base_row(p, X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, out):
+    """Kernel row of base point ``p`` against all base points (x_0 last)."""
+    n_pts = X.shape[0]
+    if p < n_pts:
+        _kernel_row(X[p], sqnorm[p], X, sqnorm, code, sigma, degree, coef0, out[:n_pts])
+        if has_x0:
+            out[n_pts] = k0[p]
+    else:  # the virtual balancing example x_0 (Eq. 1.15)
+        for q in range(n_pts):
+            out[q] = k0[q]
+        out[n_pts] = k00
+
+
+@njit(cache=True)
+def _get_row(p, data, slot_of, owner, stamp, counters, X, sqnorm, k0, k00, has_x0,
+             code, sigma, degree, coef0):
+    """Slot of ``data`` holding the row of base point ``p`` (computed on a miss).
+
+    ``counters = [clock, hits, misses]``. Eviction picks the least recently used
+    slot; the caller's other row was stamped last, so with >= 2 slots a fetch
+    never evicts the row the caller is still using.
+    """
+    counters[0] += 1
+    s = slot_of[p]
+    if s >= 0:
+        counters[1] += 1
+        stamp[s] = counters[0]
+        return s
+    counters[2] += 1
+    cap = data.shape[0]
+    s = 0
+    oldest = stamp[0]
+    for t in range(1, cap):
+        if stamp[t] < oldest:
+            oldest = stamp[t]
+            s = t
+    if owner[s] >= 0:
+        slot_of[owner[s]] = -1
+    owner[s] = p
+    slot_of[p] = s
+    stamp[s] = counters[0]
+    _base_row(p, X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, data[s])
+    return s
+
+
+# --------------------------------------------------------------------------
+# SMO
+# --------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _kernel_times(w, data, slot_of, owner, stamp, counters, X, sqnorm, k0, k00,
+                  has_x0, code, sigma, degree, coef0):
+    """``K w`` over base points, summing the cached rows of nonzero ``w``."""
+    m = slot_of.shape[0]
+    kw = np.zeros(m)
+    for p in range(m):
+        if w[p] != 0.0:
+            s = _get_row(p, data, slot_of, owner, stamp, counters, X, sqnorm, k0,
+                         k00, has_x0, code, sigma, degree, coef0)
+            wp = w[p]
+            for q in range(m):
+                kw[q] += wp * data[s, q]
+    return kw
+
+
+@njit(cache=True)
+def _gradient_from_scratch(alpha, zeta, pov, g, only_inactive, is_active, data,
+                           slot_of, owner, stamp, counters, X, sqnorm, k0, k00,
+                           has_x0, code, sigma, degree, coef0):
+    """``g = zeta - K alpha``; variables sharing a base point share one row."""
+    m = slot_of.shape[0]
+    w = np.zeros(m)
+    for k in range(alpha.shape[0]):
+        w[pov[k]] += alpha[k]
+    kw = _kernel_times(w, data, slot_of, owner, stamp, counters, X, sqnorm, k0,
+                       k00, has_x0, code, sigma, degree, coef0)
+    for k in range(alpha.shape[0]):
+        if not only_inactive or not is_active[k]:
+            g[k] = zeta[k] - kw[pov[k]]
+
+
+@njit(cache=True)
+def _smo_solve(X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, pov, zeta,
+               A, B, alpha, data, slot_of, owner, stamp, counters, tol, max_iter,
+               shrinking):
+    """Solve the dual of Algorithm 1.2/1.3 in place of ``alpha`` (see module doc).
+
+    ``alpha`` must be feasible on entry (``A <= alpha <= B``, ``sum(alpha) = 0``).
+    Returns ``(g, b, n_iter, status)`` with the exact full gradient ``g``.
+    """
+    n = alpha.shape[0]
+    n_pts = X.shape[0]
+    diag = _kernel_diag(X, sqnorm, code, sigma, degree, coef0)
+    m = n_pts + (1 if has_x0 else 0)
+    diag_all = np.empty(m)
+    diag_all[:n_pts] = diag
+    if has_x0:
+        diag_all[n_pts] = k00
+
+    g = np.empty(n)
+    is_active = np.ones(n, dtype=np.bool_)
+    _gradient_from_scratch(alpha, zeta, pov, g, False, is_active, data, slot_of,
+                           owner, stamp, counters, X, sqnorm, k0, k00, has_x0,
+                           code, sigma, degree, coef0)
+    active = np.arange(n)
+    n_active = n
+    unshrunk = False
+    shrink_every = min(n, 1000)
+    counter = shrink_every
+    it = 0
+    status = STATUS_CONVERGED
+    while True:
+        if max_iter >= 0 and it >= max_iter:
+            status = STATUS_MAX_ITER
+            break
+        if shrinking:
+            counter -= 1
+            if counter == 0:
+                counter = shrink_every
+                n_active = _shrink(alpha, g, A, B, active, n_active, is_active,
+                                   tol, unshrunk)
+        # --- i: maximal gradient among variables that may increase
+        gmax = -np.inf
+        i = -1
+        for a in range(n_active):
+            k = active[a]
+            if alpha[k] < B[k] and g[k] > gmax:
+                gmax = g[k]
+                i = k
+        gmin = np.inf
+        j = -1
+        if i >= 0:
+            pi = pov[i]
+            si = _get_row(pi, data, slot_of, owner, stamp, counters, X, sqnorm, k0,
+                          k00, has_x0, code, sigma, degree, coef0)
+            kii = diag_all[pi]
+            best = -np.inf
+            # --- j: second-order selection (Fan, Chen & Lin 2005, WSS2)
+            for a in range(n_active):
+                k = active[a]
+                if alpha[k] > A[k]:
+                    gk = g[k]
+                    if gk < gmin:
+                        gmin = gk
+                    diff = gmax - gk
+                    if diff > 0.0:
+                        pk = pov[k]
+                        eta = kii + diag_all[pk] - 2.0 * data[si, pk]
+                        if eta <= 0.0:
+                            eta = TAU
+                        val = diff * diff / eta
+                        if val > best:
+                            best = val
+                            j = k
+        else:
+            for a in range(n_active):
+                k = active[a]
+                if alpha[k] > A[k] and g[k] < gmin:
+                    gmin = g[k]
+        gap = gmax - gmin
+        if shrinking and not unshrunk and gap <= 10.0 * tol and n_active < n:
+            # As LIBSVM: once close, restore the full problem once so that
+            # wrongly shrunk variables get a chance to move.
+            unshrunk = True
+            n_active = _unshrink(alpha, zeta, pov, g, active, is_active, data,
+                                 slot_of, owner, stamp, counters, X, sqnorm, k0,
+                                 k00, has_x0, code, sigma, degree, coef0)
+            counter = shrink_every
+            continue
+        if j < 0 or gap < tol:
+            if n_active < n:
+                n_active = _unshrink(alpha, zeta, pov, g, active, is_active, data,
+                                     slot_of, owner, stamp, counters, X, sqnorm,
+                                     k0, k00, has_x0, code, sigma, degree, coef0)
+                counter = shrink_every
+                continue
+            break
+        # --- analytic step on the pair (i up, j down), clipped to the box
+        pi = pov[i]
+        pj = pov[j]
+        sj = _get_row(pj, data, slot_of, owner, stamp, counters, X, sqnorm, k0,
+                      k00, has_x0, code, sigma, degree, coef0)
+        si = slot_of[pi]  # still cached: it was stamped just before row j
+        eta = diag_all[pi] + diag_all[pj] - 2.0 * data[si, pj]
+        if eta <= 0.0:
+            eta = TAU
+        lam = (g[i] - g[j]) / eta
+        room_i = B[i] - alpha[i]
+        room_j = alpha[j] - A[j]
+        if lam >= room_i and room_i <= room_j:
+            lam = room_i
+            alpha[i] = B[i]  # snap exactly: keeps "at bound" tests exact
+            alpha[j] -= lam
+            if room_i == room_j:
+                alpha[j] = A[j]
+        elif lam >= room_j:
+            lam = room_j
+            alpha[i] += lam
+            alpha[j] = A[j]
+        else:
+            alpha[i] += lam
+            alpha[j] -= lam
+        for a in range(n_active):
+            k = active[a]
+            pk = pov[k]
+            g[k] -= lam * (data[si, pk] - data[sj, pk])
+        it += 1
+    if n_active < n:
+        _unshrink(alpha, zeta, pov, g, active, is_active, data, slot_of, owner,
+                  stamp, counters, X, sqnorm, k0, k00, has_x0, code, sigma, degree,
+                  coef0)
+    b = _bias(alpha, g, A, B)
+    return g, b, it, status
+
+
+@njit(cache=True)
+def _shrink(alpha, g, A, B, active, n_active, is_active, tol, unshrunk):
+    """Drop bounded variables that cannot join a violating pair (LIBSVM rule)."""
+    gmax = -np.inf
+    gmin = np.inf
+    for a in range(n_active):
+        k = active[a]
+        if alpha[k] < B[k] and g[k] > gmax:
+            gmax = g[k]
+        if alpha[k] > A[k] and g[k] < gmin:
+            gmin = g[k]
+    new_n = 0
+    for a in range(n_active):
+        k = active[a]
+        at_upper = alpha[k] >= B[k]
+        at_lower = alpha[k] <= A[k]
+        drop = False
+        if at_upper and at_lower:
+            drop = True  # fixed variable (A == B)
+        elif at_upper:
+            drop = g[k] > gmax  # can only decrease; no i has a larger gradient
+        elif at_lower:
+            drop = g[k] < gmin  # can only increase; no j has a smaller gradient
+        if drop:
+            is_active[k] = False
+        else:
+            active[new_n] = k
+            new_n += 1
+    return new_n
+
+
+@njit(cache=True)
+def _unshrink(alpha, zeta, pov, g, active, is_active, data, slot_of, owner, stamp,
+              counters, X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0):
+    """Reconstruct the gradient of shrunk variables and reactivate everything."""
+    _gradient_from_scratch(alpha, zeta, pov, g, True, is_active, data, slot_of,
+                           owner, stamp, counters, X, sqnorm, k0, k00, has_x0,
+                           code, sigma, degree, coef0)
+    n = alpha.shape[0]
+    for k in range(n):
+        active[k] = k
+        is_active[k] = True
+    return n
+
+
+@njit(cache=True)
+def _bias(alpha, g, A, B):
+    """``b``: mean gradient over free variables, else midpoint of the KKT range."""
+    acc = 0.0
+    n_free = 0
+    gmax = -np.inf
+    gmin = np.inf
+    for k in range(alpha.shape[0]):
+        lo = alpha[k] <= A[k]
+        hi = alpha[k] >= B[k]
+        if not lo and not hi:
+            acc += g[k]
+            n_free += 1
+        if not hi and g[k] > gmax:
+            gmax = g[k]
+        if not lo and g[k] < gmin:
+            gmin = g[k]
+    if n_free > 0:
+        return acc / n_free
+    if math.isinf(gmax) or math.isinf(gmin):
+        return gmax if math.isinf(gmin) else gmin
+    return 0.5 * (gmax + gmin)
+
+
+# --------------------------------------------------------------------------
+# Python wrappers
+# --------------------------------------------------------------------------
+
+
+def bounds_from_margins(y: np.ndarray, lo: np.ndarray, hi: np.ndarray):
+    """Box ``A <= alpha <= B`` from the paper's ``lo <= y * alpha <= hi`` (y = +-1)."""
+    y = np.asarray(y, dtype=np.float64)
+    A = np.where(y > 0, lo, -hi).astype(np.float64)
+    B = np.where(y > 0, hi, -lo).astype(np.float64)
+    return A, B
+
+
+def cache_rows(cache_size: float, m: int) -> int:
+    """Number of kernel rows of length ``m`` that fit in ``cache_size`` MB (>= 2)."""
+    return int(max(2, min(m, int(cache_size * 2**20) // (8 * max(m, 1)))))
+
+
+@dataclass
+class KernelProblem:
+    """Base points, kernel spec and the LRU row cache shared by successive solves.
+
+    CCCP solves several dual problems over the same base points; keeping one
+    cache across them means later iterations mostly hit rows computed earlier.
+    ``extra_mean_idx`` (indices into ``X``) adds the virtual balancing example
+    ``x_0`` of Eq. 1.15 as the last base point.
+    """
+
+    X: np.ndarray
+    code: int
+    sigma: float
+    degree: int
+    coef0: float
+    cache_size: float
+    extra_mean_idx: np.ndarray | None = None
+
+    def __post_init__(self):
+        self.X = np.ascontiguousarray(self.X, dtype=np.float64)
+        self.sqnorm = np.einsum("ij,ij->i", self.X, self.X)
+        n_pts = self.X.shape[0]
+        self.has_x0 = self.extra_mean_idx is not None
+        if self.has_x0:
+            idx = np.ascontiguousarray(self.extra_mean_idx, dtype=np.int64)
+            self.k0, self.k00 = _mean_kernel_column(
+                self.X, self.sqnorm, idx, self.code, self.sigma, self.degree,
+                self.coef0,
+            )
+        else:
+            self.k0, self.k00 = np.zeros(0), 0.0
+        self.m = n_pts + int(self.has_x0)
+        self.capacity = cache_rows(self.cache_size, self.m)
+        self.data = np.empty((self.capacity, self.m))
+        self.slot_of = np.full(self.m, -1, dtype=np.int64)
+        self.owner = np.full(self.capacity, -1, dtype=np.int64)
+        self.stamp = np.zeros(self.capacity, dtype=np.int64)
+        self.counters = np.zeros(3, dtype=np.int64)  # clock, hits, misses
+
+    @property
+    def x0_index(self) -> int:
+        """Base-point index of the balancing example (only when ``has_x0``)."""
+        return self.X.shape[0]
+
+    def solve(self, pov, zeta, A, B, alpha=None, *, tol=1e-3, max_iter=-1,
+              shrinking=True):
+        """Solve ``max zeta.alpha - alpha'K alpha / 2``, ``sum alpha = 0``, box A..B.
+
+        Parameters
+        ----------
+        pov : int array (n_vars,)
+            Base point of each variable (``x0_index`` for the balancing variable).
+        zeta, A, B : float arrays (n_vars,)
+            Linear term and box bounds (``A`` may be ``-inf``, ``B`` ``+inf``).
+        alpha : float array (n_vars,), optional
+            Feasible starting point (warm start); zeros if omitted (feasible
+            whenever ``A <= 0 <= B``, which holds for every CCCP sub-problem).
+
+        Returns
+        -------
+        alpha, g, b, n_iter, status
+            Solution, gradient ``zeta - K alpha``, bias, SMO iterations and
+            ``STATUS_CONVERGED`` / ``STATUS_MAX_ITER``.
+        """
+        pov = np.ascontiguousarray(pov, dtype=np.int64)
+        zeta = np.ascontiguousarray(zeta, dtype=np.float64)
+        A = np.ascontiguousarray(A, dtype=np.float64)
+        B = np.ascontiguousarray(B, dtype=np.float64)
+        if alpha is None:
+            alpha = np.zeros(pov.shape[0])
+        alpha = np.array(alpha, dtype=np.float64)
+        if np.any(A > alpha) or np.any(alpha > B):
+            raise ValueError("starting alpha violates the box constraints")
+        g, b, n_iter, status = _smo_solve(
+            self.X, self.sqnorm, self.k0, self.k00, self.has_x0, self.code,
+            self.sigma, self.degree, self.coef0, pov, zeta, A, B, alpha,
+            self.data, self.slot_of, self.owner, self.stamp, self.counters,
+            float(tol), int(max_iter), bool(shrinking),
+        )
+        return alpha, g, float(b), int(n_iter), int(status)
+
+    def kernel_times(self, w: np.ndarray) -> np.ndarray:
+        """``K w`` for a weight vector over the base points (length ``m``)."""
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        return _kernel_times(w, self.data, self.slot_of, self.owner, self.stamp,
+                             self.counters, self.X, self.sqnorm, self.k0, self.k00,
+                             self.has_x0, self.code, self.sigma, self.degree,
+                             self.coef0)
+
+    def row(self, p: int) -> np.ndarray:
+        """Copy of the (cached) kernel row of base point ``p``."""
+        s = _get_row(p, self.data, self.slot_of, self.owner, self.stamp,
+                     self.counters, self.X, self.sqnorm, self.k0, self.k00,
+                     self.has_x0, self.code, self.sigma, self.degree, self.coef0)
+        return self.data[s].copy()
+
+
+def decision_values(Z, SV, coef, intercept, code, sigma, degree, coef0):
+    """``F = K(Z, SV) @ coef.T + intercept`` without forming ``K(Z, SV)``."""
+    Z = np.ascontiguousarray(Z, dtype=np.float64)
+    SV = np.ascontiguousarray(SV, dtype=np.float64)
+    coef = np.ascontiguousarray(np.atleast_2d(coef), dtype=np.float64)
+    intercept = np.ascontiguousarray(np.atleast_1d(intercept), dtype=np.float64)
+    sv_sq = np.einsum("ij,ij->i", SV, SV)
+    return _decision(Z, SV, sv_sq, coef, intercept, int(code), float(sigma),
+                     int(degree), float(coef0))

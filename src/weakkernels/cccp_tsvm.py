@@ -1,0 +1,722 @@
+"""Exact-kernel Ramp-loss SVM and transductive SVM by the concave-convex procedure.
+
+Collobert, Sinz, Weston & Bottou, *Large Scale Transductive SVMs*, JMLR 7 (2006)
+(paper 004 in ``shared/papers``):
+
+* :class:`RampSVM` -- Algorithm 1.2: the Ramp loss ``R_s = H_1 - H_s`` (Eq. 1.7,
+  1.8) minimised by CCCP (Algorithm 1.1), optionally initialised from a hinge SVM
+  trained on a subset of the data (Sec. 1.3.5).
+* :class:`CCCPTSVM` -- Algorithm 1.3: hinge loss on the labeled points and the
+  symmetric Ramp loss (Eq. 1.11) on the unlabeled ones, each unlabeled point
+  appearing twice with both labels (Eq. 1.12), with the balancing constraint
+  (Eq. 1.13) enforced through the extra example ``x_0`` (Eq. 1.15).
+
+Every CCCP iteration is one convex dual problem solved by the numba SMO solver in
+:mod:`weakkernels._smo`; the CCCP loop itself stays in Python (one convex solve
+is the compiled unit), so it can record the objective of Eq. 1.8 / 1.12 after
+each iteration (``objective_curve_``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from weakkernels._artifact import ArtifactMixin, ModelFormatError, register
+from weakkernels._calibration import fit_platt, platt_proba
+from weakkernels._smo import (
+    STATUS_MAX_ITER,
+    KernelProblem,
+    bounds_from_margins,
+    decision_values,
+)
+from weakkernels._validation import (
+    check_divergence,
+    validate_predict,
+    validate_semi_supervised,
+)
+from weakkernels.kernels import KERNEL_CODES
+
+__all__ = ["CCCPTSVM", "RampSVM"]
+
+
+# --------------------------------------------------------------------------
+# the CCCP loop shared by Algorithms 1.2 and 1.3
+# --------------------------------------------------------------------------
+
+
+def _hinge(z):
+    return np.maximum(0.0, 1.0 - z)
+
+
+def _ramp(z, s):
+    """Ramp loss ``R_s(z) = min(1 - s, max(0, 1 - z)) = H_1(z) - H_s(z)`` (Eq. 1.7)."""
+    return np.minimum(1.0 - s, np.maximum(0.0, 1.0 - z))
+
+
+def _make_feasible(alpha, A, B, free):
+    """Warm start: clip the previous solution into the new box, restore sum = 0.
+
+    Bounds move between CCCP iterations (the linearised concave part shifts them,
+    Algorithm 1.2), so the previous ``alpha`` is generally infeasible. With the
+    free balancing variable the sum is absorbed there; otherwise the excess is
+    removed from the variables with room, in index order (deterministic).
+    """
+    alpha = np.clip(alpha, A, B)
+    excess = float(alpha.sum())
+    if excess == 0.0:
+        return alpha
+    if free.any():
+        k = int(np.flatnonzero(free)[0])
+        alpha[k] -= excess
+        return alpha
+    room = alpha - A if excess > 0 else B - alpha
+    cum = np.cumsum(room)
+    take = np.clip(abs(excess) - (cum - room), 0.0, room)
+    alpha = alpha - np.sign(excess) * take
+    if abs(alpha.sum()) > 1e-9 * max(1.0, abs(excess)):
+        # Cannot happen for CCCP boxes (alpha = 0 is always feasible); fall back.
+        alpha = np.zeros_like(alpha)
+    return alpha
+
+
+def _cccp(kp, pov, yv, zeta, cap, concave, free, s, beta, alpha, *, tol, max_iter,
+          shrinking, max_cccp_iter):
+    """CCCP (Algorithm 1.1) for Algorithms 1.2/1.3 over the variables ``pov``.
+
+    Variable ``k`` has label ``yv[k]``, linear term ``zeta[k]`` and loss weight
+    ``cap[k]`` (C or C*); ``concave[k]`` marks the Ramp-loss variables whose
+    ``beta_k`` (Sec. 1.3.4, Eq. 1.16) is updated, ``free[k]`` the balancing
+    variable ``alpha_0`` (no box). Each iteration solves the dual with
+    ``-beta_k <= y_k alpha_k <= cap_k - beta_k``, then sets
+    ``beta_k = cap_k`` where ``y_k f(x_k) < s``; it stops when ``beta`` repeats
+    (the paper's ``beta^{t+1} = beta^t``; an earlier ``beta`` -- a cycle caused
+    by the finite solver tolerance -- also stops it).
+
+    Returns a dict with the final ``alpha``, bias ``b``, decision values ``f``
+    of every variable, the objective after each iteration (Eq. 1.8 / 1.12),
+    the number of CCCP iterations and of SMO iterations, and whether any SMO
+    solve hit ``max_iter``.
+    """
+    seen = {(beta > 0).tobytes()}
+    curve = []
+    smo_iters = 0
+    hit_cap = False
+    objective_weight = np.where(free, 0.0, cap)
+    for _ in range(max_cccp_iter):
+        A, B = bounds_from_margins(yv, -beta, cap - beta)
+        A[free] = -np.inf
+        B[free] = np.inf
+        alpha = _make_feasible(alpha, A, B, free)
+        alpha, g, b, n_it, status = kp.solve(
+            pov, zeta, A, B, alpha, tol=tol, max_iter=max_iter, shrinking=shrinking
+        )
+        check_divergence(alpha, "C (and C_star)")
+        smo_iters += n_it
+        hit_cap |= status == STATUS_MAX_ITER
+        f = zeta - g + b  # (K alpha)_k + b, since g = zeta - K alpha
+        z = yv * f
+        # J = ||w||^2 / 2 + sum_k cap_k loss_k, with ||w||^2 = alpha' K alpha.
+        losses = np.where(concave, _ramp(z, s), _hinge(z))
+        curve.append(
+            0.5 * float(alpha @ (zeta - g))
+            + float(np.sum(objective_weight * losses))
+        )
+        beta = np.where(concave & (z < s), cap, 0.0)
+        key = (beta > 0).tobytes()
+        if key in seen:
+            break
+        seen.add(key)
+    return {
+        "alpha": alpha,
+        "b": b,
+        "f": f,
+        "curve": np.asarray(curve),
+        "n_iter": len(curve),
+        "smo_iter": smo_iters,
+        "hit_cap": hit_cap,
+    }
+
+
+def _hinge_svm(kp, idx, y, C, *, tol, max_iter, shrinking):
+    """Plain hinge-loss SVM (Eq. 1.4) on base points ``idx``; returns (alpha, b)."""
+    A, B = bounds_from_margins(y, np.zeros(y.size), np.full(y.size, C))
+    alpha, _, b, _, status = kp.solve(
+        idx, y.astype(np.float64), A, B, tol=tol, max_iter=max_iter,
+        shrinking=shrinking,
+    )
+    return alpha, b, status == STATUS_MAX_ITER
+
+
+# --------------------------------------------------------------------------
+# shared estimator machinery
+# --------------------------------------------------------------------------
+
+
+_COMMON_CONSTRAINTS = {
+    "C": [Interval(Real, 0, None, closed="neither")],
+    "kernel": [StrOptions(set(KERNEL_CODES))],
+    "sigma": [Interval(Real, 0, None, closed="neither")],
+    "degree": [Interval(Integral, 1, None, closed="left")],
+    "coef0": [Interval(Real, None, None, closed="neither")],
+    "tol": [Interval(Real, 0, None, closed="neither")],
+    "cache_size": [Interval(Real, 0, None, closed="neither")],
+    "max_iter": [Interval(Integral, -1, None, closed="left")],
+    "max_cccp_iter": [Interval(Integral, 1, None, closed="left")],
+    "shrinking": ["boolean"],
+}
+
+
+class _CCCPBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
+    """Prediction, probability calibration and model files for both estimators.
+
+    Fitted model: ``f_c(x) = sum_s dual_coef_[c, s] k(x, support_vectors_[s])
+    + intercept_[c]`` for each binary problem ``c`` (one for two classes, one
+    per class -- one-vs-rest -- otherwise).
+    """
+
+    def _kernel_problem(self, X, extra_mean_idx=None):
+        return KernelProblem(
+            X,
+            KERNEL_CODES[self.kernel],
+            float(self.sigma),
+            int(self.degree),
+            float(self.coef0),
+            float(self.cache_size),
+            extra_mean_idx,
+        )
+
+    def _binary_targets(self, y_enc, n_classes):
+        """(target in {-1, +1} per binary problem) -- OvR beyond two classes."""
+        if n_classes == 2:
+            return [np.where(y_enc == 1, 1.0, -1.0)]
+        return [np.where(y_enc == c, 1.0, -1.0) for c in range(n_classes)]
+
+    def _store_solution(self, X, coefs, intercepts, f_labeled, y_enc, curves,
+                        n_iters, hit_cap):
+        """Set fitted attributes from per-problem coefficients over rows of X."""
+        coefs = np.vstack(coefs)
+        check_divergence(coefs, "C (and C_star)")
+        support = np.flatnonzero(np.any(coefs != 0.0, axis=0))
+        self.support_ = support
+        self.support_vectors_ = X[support].copy()
+        self.dual_coef_ = coefs[:, support]
+        self.intercept_ = np.asarray(intercepts, dtype=np.float64)
+        self.n_support_ = np.count_nonzero(coefs, axis=1).astype(np.int64)
+        self.n_iter_ = np.asarray(n_iters, dtype=np.int64)
+        self.objective_curve_ = curves[0] if len(curves) == 1 else list(curves)
+        # Platt scaling on the labeled points, the only ones with known labels.
+        platt = []
+        for c, f in enumerate(f_labeled):
+            target = (y_enc == (1 if len(f_labeled) == 1 else c)).astype(float)
+            platt.append(fit_platt(f, target))
+        self.probA_ = np.array([a for a, _ in platt])
+        self.probB_ = np.array([b for _, b in platt])
+        if hit_cap:
+            warnings.warn(
+                "SMO stopped at max_iter before reaching tol; increase max_iter.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+
+    def decision_function(self, X):
+        """Decision values ``f(x)``.
+
+        Returns shape ``(n_samples,)`` for two classes (positive means
+        ``classes_[1]``), ``(n_samples, n_classes)`` one-vs-rest otherwise.
+        """
+        check_is_fitted(self)
+        X = validate_predict(self, X)
+        F = decision_values(
+            X,
+            self.support_vectors_,
+            self.dual_coef_,
+            self.intercept_,
+            KERNEL_CODES[self.kernel],
+            self.sigma,
+            self.degree,
+            self.coef0,
+        )
+        return F[:, 0] if F.shape[1] == 1 else F
+
+    def predict(self, X):
+        """Class labels: sign of ``f`` (binary) or arg-max one-vs-rest score."""
+        F = self.decision_function(X)
+        if F.ndim == 1:
+            return self.classes_[(F > 0).astype(np.intp)]
+        return self.classes_[np.argmax(F, axis=1)]
+
+    def predict_proba(self, X):
+        """Platt-scaled probabilities, shape ``(n_samples, n_classes)``.
+
+        The sigmoid of each binary problem is fitted on the decision values of
+        the labeled training points (:func:`weakkernels._calibration.fit_platt`);
+        one-vs-rest probabilities are normalised to sum to one.
+        """
+        F = self.decision_function(X)
+        if F.ndim == 1:
+            p1 = platt_proba(F, self.probA_[0], self.probB_[0])
+            return np.column_stack([1.0 - p1, p1])
+        P = np.column_stack(
+            [platt_proba(F[:, c], self.probA_[c], self.probB_[c])
+             for c in range(F.shape[1])]
+        )
+        total = P.sum(axis=1, keepdims=True)
+        total[total == 0.0] = 1.0
+        return P / total
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        return tags
+
+    # ---- model files (weakkernels._artifact)
+
+    def _artifact_state(self):
+        classes = np.asarray(self.classes_)
+        if classes.dtype == object:
+            classes = classes.astype(str)  # never store object arrays
+        curves = (
+            [self.objective_curve_]
+            if isinstance(self.objective_curve_, np.ndarray)
+            else list(self.objective_curve_)
+        )
+        meta = {
+            "n_features_in": int(self.n_features_in_),
+            "n_curves": len(curves),
+            "binary_curve": isinstance(self.objective_curve_, np.ndarray),
+        }
+        arrays = {
+            "classes": classes,
+            "support": self.support_,
+            "support_vectors": self.support_vectors_,
+            "dual_coef": self.dual_coef_,
+            "intercept": self.intercept_,
+            "n_support": self.n_support_,
+            "n_iter": self.n_iter_,
+            "probA": self.probA_,
+            "probB": self.probB_,
+        }
+        for c, curve in enumerate(curves):
+            arrays[f"objective_curve_{c:04d}"] = curve
+        return meta, arrays
+
+    def _set_artifact_state(self, meta, arrays):
+        n_features = int(meta["n_features_in"])
+        sv = np.asarray(arrays["support_vectors"], dtype=np.float64)
+        coef = np.asarray(arrays["dual_coef"], dtype=np.float64)
+        intercept = np.asarray(arrays["intercept"], dtype=np.float64)
+        classes = arrays["classes"]
+        n_problems = 1 if classes.size == 2 else classes.size
+        if (
+            sv.ndim != 2
+            or sv.shape[1] != n_features
+            or coef.shape != (n_problems, sv.shape[0])
+            or intercept.shape != (n_problems,)
+            or arrays["probA"].shape != (n_problems,)
+            or not np.all(np.isfinite(coef))
+            or not np.all(np.isfinite(sv))
+        ):
+            raise ModelFormatError("model file has inconsistent array shapes")
+        self.classes_ = classes
+        self.n_features_in_ = n_features
+        self.support_ = arrays["support"]
+        self.support_vectors_ = sv
+        self.dual_coef_ = coef
+        self.intercept_ = intercept
+        self.n_support_ = arrays["n_support"]
+        self.n_iter_ = arrays["n_iter"]
+        self.probA_ = arrays["probA"]
+        self.probB_ = arrays["probB"]
+        curves = [arrays[f"objective_curve_{c:04d}"] for c in range(meta["n_curves"])]
+        self.objective_curve_ = curves[0] if meta["binary_curve"] else curves
+
+
+# --------------------------------------------------------------------------
+# Ramp-loss SVM (Algorithm 1.2)
+# --------------------------------------------------------------------------
+
+
+@register
+class RampSVM(_CCCPBase):
+    """Ramp-loss SVM trained by CCCP (paper 004, Algorithm 1.2).
+
+    Minimises ``J^s = ||w||^2 / 2 + C sum_i R_s(y_i f(x_i))`` (Eq. 1.8) with the
+    Ramp loss ``R_s = H_1 - H_s`` (Eq. 1.7). Points with ``y_i f(x_i) < s`` stop
+    being support vectors, so the solution is sparser than the hinge SVM's
+    (Sec. 1.3.3, Table 1.1). This is a *supervised* estimator: every ``y`` is a
+    class label (``-1`` included).
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Loss weight (> 0).
+    s : float, default=-0.3
+        Ramp cut-off (< 1): losses are flat below ``y f(x) = s``. ``s -> -inf``
+        recovers the hinge SVM.
+    kernel : {"rbf", "laplacian", "poly", "linear"}, default="rbf"
+    sigma : float, default=1.0
+        Kernel width: ``exp(-sigma ||x - x'||^2)`` (scikit-learn's ``gamma``);
+        also the scale of ``poly``.
+    degree : int, default=3
+        Degree of the ``poly`` kernel ``(sigma <x, x'> + coef0) ** degree``.
+    coef0 : float, default=1.0
+    init_fraction : float in (0, 1] or None, default=None
+        Sec. 1.3.5: initialise ``beta^0`` from a hinge SVM trained on this
+        (stratified, random) fraction of the data. ``None`` uses ``beta^0 = 0``,
+        i.e. the first CCCP iteration is the hinge SVM on all the data.
+    tol : float, default=1e-3
+        KKT tolerance of every SMO solve (the LIBSVM/``SVC`` stopping rule).
+    cache_size : float, default=200.0
+        Kernel-row cache in MB.
+    max_iter : int, default=-1
+        SMO iterations per convex solve; -1 for no limit.
+    max_cccp_iter : int, default=50
+        Maximum number of CCCP iterations (convex solves).
+    shrinking : bool, default=True
+        LIBSVM-style shrinking in the SMO solver.
+    random_state : int, RandomState instance or None, default=None
+        Draws the subset of ``init_fraction``; unused otherwise.
+
+    Attributes
+    ----------
+    classes_ : ndarray (n_classes,)
+    support_vectors_, support_ : ndarray
+        Support vectors (union over one-vs-rest problems) and their row indices
+        in the training data.
+    dual_coef_ : ndarray (n_problems, n_SV)
+        Signed expansion coefficients (``y_i alpha_i`` in LIBSVM terms).
+    intercept_ : ndarray (n_problems,)
+    n_support_ : ndarray (n_problems,)
+        Number of support vectors of each binary problem.
+    n_iter_ : ndarray (n_problems,)
+        CCCP iterations of each binary problem.
+    objective_curve_ : ndarray, or list of ndarray for more than two classes
+        Objective (Eq. 1.8) after each CCCP iteration; non-increasing up to the
+        SMO tolerance (Eq. 1.2-1.3).
+    probA_, probB_ : ndarray (n_problems,)
+        Platt sigmoid parameters.
+    """
+
+    _parameter_constraints: dict = {
+        **_COMMON_CONSTRAINTS,
+        "s": [Interval(Real, None, 1, closed="neither")],
+        "init_fraction": [Interval(Real, 0, 1, closed="right"), None],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        *,
+        C: float = 1.0,
+        s: float = -0.3,
+        kernel: str = "rbf",
+        sigma: float = 1.0,
+        degree: int = 3,
+        coef0: float = 1.0,
+        init_fraction: float | None = None,
+        tol: float = 1e-3,
+        cache_size: float = 200.0,
+        max_iter: int = -1,
+        max_cccp_iter: int = 50,
+        shrinking: bool = True,
+        random_state=None,
+    ):
+        self.C = C
+        self.s = s
+        self.kernel = kernel
+        self.sigma = sigma
+        self.degree = degree
+        self.coef0 = coef0
+        self.init_fraction = init_fraction
+        self.tol = tol
+        self.cache_size = cache_size
+        self.max_iter = max_iter
+        self.max_cccp_iter = max_cccp_iter
+        self.shrinking = shrinking
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit by CCCP (Algorithm 1.2); one-vs-rest beyond two classes.
+
+        Parameters
+        ----------
+        X : array-like (n_samples, n_features)
+        y : array-like (n_samples,)
+            Class labels (fully supervised; ``-1`` is an ordinary label here).
+
+        Returns
+        -------
+        self
+        """
+        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
+        check_classification_targets(y)
+        self.classes_, y_enc = np.unique(y, return_inverse=True)
+        if self.classes_.size < 2:
+            raise ValueError(
+                f"Only one class ({self.classes_[0]!r}) in y; need at least two."
+            )
+        rng = check_random_state(self.random_state)
+        kp = self._kernel_problem(X)
+        n = X.shape[0]
+        C = float(self.C)
+        opts = dict(tol=self.tol, max_iter=self.max_iter, shrinking=self.shrinking)
+        pov = np.arange(n)
+        coefs, intercepts, f_lab, curves, n_iters = [], [], [], [], []
+        hit_cap = False
+        for yb in self._binary_targets(y_enc, self.classes_.size):
+            beta0 = np.zeros(n)
+            if self.init_fraction is not None and self.init_fraction < 1.0:
+                # Sec. 1.3.5: beta^0 from a hinge SVM on a subset (1/P-th).
+                sub = _stratified_subset(yb, self.init_fraction, rng)
+                a_sub, b_sub, cap = _hinge_svm(kp, sub, yb[sub], C, **opts)
+                hit_cap |= cap
+                w = np.zeros(kp.m)
+                np.add.at(w, sub, a_sub)
+                f0 = kp.kernel_times(w) + b_sub
+                beta0 = np.where(yb * f0 < self.s, C, 0.0)
+            res = _cccp(
+                kp, pov, yb, yb.copy(), np.full(n, C), np.ones(n, dtype=bool),
+                np.zeros(n, dtype=bool), float(self.s), beta0, np.zeros(n),
+                max_cccp_iter=self.max_cccp_iter, **opts,
+            )
+            hit_cap |= res["hit_cap"]
+            coefs.append(res["alpha"])
+            intercepts.append(res["b"])
+            f_lab.append(res["f"])
+            curves.append(res["curve"])
+            n_iters.append(res["n_iter"])
+        self._store_solution(X, coefs, intercepts, f_lab, y_enc, curves, n_iters,
+                             hit_cap)
+        return self
+
+
+def _stratified_subset(yb, fraction, rng):
+    """Sorted indices of a random subset holding ``fraction`` of each class."""
+    parts = []
+    for label in (-1.0, 1.0):
+        idx = np.flatnonzero(yb == label)
+        k = max(1, int(np.ceil(fraction * idx.size)))
+        parts.append(rng.permutation(idx)[:k])
+    return np.sort(np.concatenate(parts))
+
+
+# --------------------------------------------------------------------------
+# CCCP transductive SVM (Algorithm 1.3)
+# --------------------------------------------------------------------------
+
+
+@register
+class CCCPTSVM(_CCCPBase):
+    """Transductive SVM trained by CCCP (paper 004, Algorithm 1.3).
+
+    Minimises Eq. 1.12, ``||w||^2 / 2 + C sum_{labeled} H_1(y_i f(x_i)) + C*
+    sum_{unlabeled, both labels} R_s(y_i f(x_i))`` -- the hinge loss on labeled
+    points and the symmetric Ramp loss ``R_s(f) + R_s(-f)`` (Eq. 1.11) on the
+    unlabeled ones -- subject to the balancing constraint Eq. 1.13,
+    ``mean_{unlabeled} f(x) = mean_{labeled} y``, imposed by the extra example
+    ``x_0`` of Eq. 1.15. CCCP starts from a hinge SVM on the labeled points and
+    stops when ``beta`` repeats. More than two classes: one-vs-rest, as the paper
+    does for coil20 and uspst.
+
+    ``fit(X, y)``: ``y == -1`` marks unlabeled samples (scikit-learn's
+    semi-supervised convention), so ``-1`` cannot be a class label here; there
+    must be unlabeled samples and at least two labeled classes.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Weight of the labeled hinge losses (> 0).
+    C_star : float or None, default=None
+        Weight ``C*`` of the unlabeled Ramp losses (>= 0). ``None`` means
+        ``C_star = C``. The paper's heuristic ``U C* = L C`` (Sec. 1.6.1.1) is
+        ``C_star = C * n_labeled / n_unlabeled``.
+    s : float in (-1, 0], default=-0.3
+        Ramp cut-off; ``s = 0`` is the symmetric hinge ``H_1(|f|)`` and
+        ``s < 0`` gives a flat plateau of width ``2|s|`` around ``f = 0``.
+    kernel : {"rbf", "laplacian", "poly", "linear"}, default="rbf"
+    sigma : float, default=1.0
+        Kernel width: ``exp(-sigma ||x - x'||^2)`` (scikit-learn's ``gamma``).
+    degree : int, default=3
+    coef0 : float, default=1.0
+    balance : bool, default=True
+        Enforce Eq. 1.13 through ``x_0`` (Eq. 1.15). Its kernel column is
+        computed once per fit (O(U (L + U)) kernel evaluations, O(L + U)
+        memory); ``alpha_0`` spreads over all unlabeled points, which therefore
+        all enter the expansion.
+    tol, cache_size, max_iter, max_cccp_iter, shrinking
+        As in :class:`RampSVM`.
+
+    Notes
+    -----
+    There is no ``random_state``: the algorithm is deterministic (SMO with
+    deterministic tie-breaking, fixed initialisation).
+
+    Attributes
+    ----------
+    classes_, support_vectors_, support_, dual_coef_, intercept_, n_support_,
+    n_iter_, probA_, probB_
+        As in :class:`RampSVM` (``support_`` indexes the rows of ``X`` in fit).
+    objective_curve_ : ndarray, or list of ndarray for more than two classes
+        Objective of Eq. 1.12 after each CCCP iteration (non-increasing up to
+        the SMO tolerance, Eq. 1.2-1.3).
+    transduction_ : ndarray (n_samples,)
+        Predicted labels of the training samples (given labels for labeled ones).
+    """
+
+    _parameter_constraints: dict = {
+        **_COMMON_CONSTRAINTS,
+        "C_star": [Interval(Real, 0, None, closed="left"), None],
+        "s": [Interval(Real, -1, 0, closed="right")],
+        "balance": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        *,
+        C: float = 1.0,
+        C_star: float | None = None,
+        s: float = -0.3,
+        kernel: str = "rbf",
+        sigma: float = 1.0,
+        degree: int = 3,
+        coef0: float = 1.0,
+        balance: bool = True,
+        tol: float = 1e-3,
+        cache_size: float = 200.0,
+        max_iter: int = -1,
+        max_cccp_iter: int = 50,
+        shrinking: bool = True,
+    ):
+        self.C = C
+        self.C_star = C_star
+        self.s = s
+        self.kernel = kernel
+        self.sigma = sigma
+        self.degree = degree
+        self.coef0 = coef0
+        self.balance = balance
+        self.tol = tol
+        self.cache_size = cache_size
+        self.max_iter = max_iter
+        self.max_cccp_iter = max_cccp_iter
+        self.shrinking = shrinking
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit by CCCP (Algorithm 1.3).
+
+        Parameters
+        ----------
+        X : array-like (n_samples, n_features)
+            Labeled and unlabeled samples.
+        y : array-like (n_samples,)
+            Class labels; ``-1`` marks unlabeled samples.
+
+        Returns
+        -------
+        self
+        """
+        X, y, labeled, classes = validate_semi_supervised(self, X, y)
+        self.classes_ = classes
+        lab = np.flatnonzero(labeled)
+        unl = np.flatnonzero(~labeled)
+        L, U = lab.size, unl.size
+        # Base points: labeled first, then unlabeled, then (virtually) x_0.
+        order = np.concatenate([lab, unl])
+        Xb = X[order]
+        y_enc = np.searchsorted(classes, y[lab])
+        kp = self._kernel_problem(
+            Xb, np.arange(L, L + U) if self.balance else None
+        )
+        C = float(self.C)
+        C_star = C if self.C_star is None else float(self.C_star)
+        s = float(self.s)
+        opts = dict(tol=self.tol, max_iter=self.max_iter, shrinking=self.shrinking)
+
+        # Variables (Sec. 1.5.3): L labeled, U unlabeled with y = +1, the same U
+        # with y = -1, then alpha_0 of the balancing example (Eq. 1.15).
+        n_bal = 1 if self.balance else 0
+        pov = np.concatenate(
+            [np.arange(L), np.arange(L, L + U), np.arange(L, L + U),
+             np.full(n_bal, L + U)]
+        ).astype(np.int64)
+        y_dup = np.concatenate([np.ones(U), -np.ones(U)])
+        cap = np.concatenate([np.full(L, C), np.full(2 * U, C_star), np.zeros(n_bal)])
+        concave = np.concatenate(
+            [np.zeros(L, bool), np.ones(2 * U, bool), np.zeros(n_bal, bool)]
+        )
+        free = np.concatenate([np.zeros(L + 2 * U, bool), np.ones(n_bal, bool)])
+
+        coefs, intercepts, f_lab, curves, n_iters = [], [], [], [], []
+        hit_cap = False
+        f_unl = []
+        for yl in self._binary_targets(y_enc, classes.size):
+            # theta^0: hinge SVM on the labeled points only.
+            a_lab, b0, cap0 = _hinge_svm(kp, np.arange(L), yl, C, **opts)
+            hit_cap |= cap0
+            w = np.zeros(kp.m)
+            w[:L] = a_lab
+            f0 = kp.kernel_times(w)[: L + U] + b0
+            yv = np.concatenate([yl, y_dup, np.ones(n_bal)])
+            zeta = yv.copy()
+            if self.balance:
+                zeta[-1] = yl.mean()  # zeta_0 of Algorithm 1.3 (Eq. 1.13)
+            f_var = f0[pov[: L + 2 * U]]
+            beta0 = np.zeros(pov.size)
+            beta0[: L + 2 * U] = np.where(
+                concave[: L + 2 * U] & (yv[: L + 2 * U] * f_var < s), C_star, 0.0
+            )
+            alpha0 = np.zeros(pov.size)
+            alpha0[:L] = a_lab
+            res = _cccp(
+                kp, pov, yv, zeta, cap, concave, free, s, beta0, alpha0,
+                max_cccp_iter=self.max_cccp_iter, **opts,
+            )
+            hit_cap |= res["hit_cap"]
+            # Collapse variables onto the training rows: the two copies of an
+            # unlabeled point add up, and x_0 = mean of the unlabeled points.
+            wb = np.bincount(pov, weights=res["alpha"], minlength=kp.m)
+            coef_b = wb[: L + U].copy()
+            if self.balance:
+                coef_b[L:] += wb[L + U] / U
+            coef = np.zeros(X.shape[0])
+            coef[order] = coef_b
+            coefs.append(coef)
+            intercepts.append(res["b"])
+            f_lab.append(res["f"][:L])
+            f_unl.append(res["f"][L : L + U])
+            curves.append(res["curve"])
+            n_iters.append(res["n_iter"])
+        self._store_solution(X, coefs, intercepts, f_lab, y_enc, curves, n_iters,
+                             hit_cap)
+        transduction = y.copy()
+        if classes.size == 2:
+            transduction[unl] = classes[(f_unl[0] > 0).astype(np.intp)]
+        else:
+            transduction[unl] = classes[np.argmax(np.column_stack(f_unl), axis=1)]
+        self.transduction_ = transduction
+        return self
+
+    def _artifact_state(self):
+        meta, arrays = super()._artifact_state()
+        arrays["transduction"] = self.transduction_
+        return meta, arrays
+
+    def _set_artifact_state(self, meta, arrays):
+        super()._set_artifact_state(meta, arrays)
+        self.transduction_ = arrays["transduction"]
