@@ -1,0 +1,288 @@
+"""Model registry: name -> (factory, search space, protocol) for every compared model.
+
+Our estimators are imported lazily (``weakkernels.TSGS3VM`` etc.), so a model
+whose module has not landed is reported as unavailable instead of breaking the
+import of the pipeline.  The scikit-learn baselines sit beside them in every
+comparison: ``svc`` (SVC on the labeled points), ``self_training``
+(``SelfTrainingClassifier(SVC)``), ``label_spreading`` (``LabelSpreading`` with the
+kNN kernel) and ``rff_sgd`` (``RBFSampler`` + ``SGDClassifier`` hinge loss on the
+labeled points).
+
+Kernel width is ``sigma`` everywhere (RBF ``exp(-sigma * ||x - x'||^2)``, i.e.
+scikit-learn's ``gamma``).  ``C_star`` is searched as a multiple of the paper's
+default ``C * n_l / n_u`` (paper 000 §6), parameter ``c_star_scale``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "MODELS",
+    "FitContext",
+    "ModelSpec",
+    "ValidationMonitor",
+    "available_models",
+    "build",
+    "objective",
+    "scores",
+    "suggest",
+]
+
+
+@dataclass
+class FitContext:
+    """What a factory may need besides the hyper-parameters."""
+
+    n_labeled: int
+    n_unlabeled: int
+    seed: int
+    prior: float | None = None  # SU: the positive class prior
+    callback: Callable | None = None
+    callback_every: int = 10
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    task: str  # "ssl" (labeled + unlabeled), "auc" (P/N/U), "su" (pairs + unlabeled)
+    factory: Callable[[dict, FitContext], Any]
+    space: dict[str, tuple]  # param -> ("float"|"int", low, high, log)
+    requires: str | None = None  # "weakkernels.TSGS3VM" for lazy availability
+    callback: bool = False  # supports callback(estimator, n_iter)
+    labeled_only: bool = False  # fits on the labeled rows only (baselines)
+    ours: bool = False  # has to_bytes()/save() and loads with weakkernels.load
+    defaults: dict = field(default_factory=dict)
+
+
+def _svc(p: dict, ctx: FitContext):
+    from sklearn.svm import SVC
+
+    return SVC(C=p["C"], gamma=p["sigma"], kernel="rbf")
+
+
+def _self_training(p: dict, ctx: FitContext):
+    from sklearn.semi_supervised import SelfTrainingClassifier
+    from sklearn.svm import SVC
+
+    base = SVC(C=p["C"], gamma=p["sigma"], probability=True, random_state=ctx.seed)
+    return SelfTrainingClassifier(base, threshold=p["threshold"], max_iter=10)
+
+
+def _label_spreading(p: dict, ctx: FitContext):
+    from sklearn.semi_supervised import LabelSpreading
+
+    return LabelSpreading(
+        kernel="knn", n_neighbors=int(p["n_neighbors"]), alpha=p["alpha"], max_iter=100
+    )
+
+
+def _rff_sgd(p: dict, ctx: FitContext):
+    from sklearn.kernel_approximation import RBFSampler
+    from sklearn.linear_model import SGDClassifier
+    from sklearn.pipeline import make_pipeline
+
+    n_comp = int(p.get("n_components") or 500)
+    return make_pipeline(
+        RBFSampler(gamma=p["sigma"], n_components=n_comp, random_state=ctx.seed),
+        SGDClassifier(loss="hinge", alpha=p["alpha"], random_state=ctx.seed),
+    )
+
+
+def _c_star(p: dict, ctx: FitContext) -> float:
+    return p.get("c_star_scale", 1.0) * p["C"] * ctx.n_labeled / max(ctx.n_unlabeled, 1)
+
+
+_PASSTHROUGH = ("C", "sigma", "eta0", "lam", "gamma", "s")
+
+
+def _ours(cls_name: str, *, c_star: bool = False, callback: bool = True):
+    def factory(p: dict, ctx: FitContext):
+        import weakkernels
+
+        cls = getattr(weakkernels, cls_name)
+        kw = {k: v for k, v in p.items() if k not in ("c_star_scale",)}
+        if c_star:
+            kw["C_star"] = _c_star(p, ctx)
+        if cls_name == "TSGSU" and kw.get("prior", "true") == "true":
+            kw["prior"] = ctx.prior
+        kw["random_state"] = ctx.seed
+        if callback and ctx.callback is not None:
+            kw["callback"] = ctx.callback
+            kw["callback_every"] = ctx.callback_every
+        return cls(**kw)
+
+    return factory
+
+
+_C = ("float", 2.0**-5, 2.0**10, True)
+_SIGMA = ("float", 1e-3, 10.0, True)
+_ETA = ("float", 1e-2, 10.0, True)
+_LAM = ("float", 1e-6, 1e-1, True)
+
+MODELS: dict[str, ModelSpec] = {
+    "svc": ModelSpec("svc", "ssl", _svc, {"C": _C, "sigma": _SIGMA},
+                     labeled_only=True),
+    "self_training": ModelSpec(
+        "self_training", "ssl", _self_training,
+        {"C": _C, "sigma": _SIGMA, "threshold": ("float", 0.6, 0.99, False)}),
+    "label_spreading": ModelSpec(
+        "label_spreading", "ssl", _label_spreading,
+        {"n_neighbors": ("int", 3, 30, False), "alpha": ("float", 0.05, 0.99, False)}),
+    "rff_sgd": ModelSpec(
+        "rff_sgd", "ssl", _rff_sgd,
+        {"sigma": _SIGMA, "alpha": ("float", 1e-6, 1e-1, True)}, labeled_only=True),
+    "tsgs3vm": ModelSpec(
+        "tsgs3vm", "ssl", _ours("TSGS3VM", c_star=True),
+        {"C": _C, "c_star_scale": ("float", 0.1, 10.0, True), "sigma": _SIGMA,
+         "eta0": _ETA},
+        requires="TSGS3VM", callback=True, ours=True),
+    "frs3vm": ModelSpec(
+        "frs3vm", "ssl", _ours("FRS3VM", c_star=True),
+        {"C": _C, "c_star_scale": ("float", 0.1, 10.0, True), "sigma": _SIGMA,
+         "eta0": _ETA},
+        requires="FRS3VM", callback=True, ours=True),
+    "qsgs2auc": ModelSpec(
+        "qsgs2auc", "auc", _ours("QSGS2AUC"),
+        {"gamma": ("float", 0.0, 1.0, False), "sigma": _SIGMA, "lam": _LAM,
+         "eta0": _ETA},
+        requires="QSGS2AUC", callback=True, ours=True),
+    "tsgsu": ModelSpec(
+        "tsgsu", "su", _ours("TSGSU"),
+        {"sigma": _SIGMA, "lam": _LAM, "eta0": _ETA},
+        requires="TSGSU", callback=True, ours=True),
+    "cccp_tsvm": ModelSpec(
+        "cccp_tsvm", "ssl", _ours("CCCPTSVM", c_star=True, callback=False),
+        {"C": _C, "c_star_scale": ("float", 0.1, 10.0, True),
+         "s": ("float", -0.9, 0.0, False), "sigma": _SIGMA},
+        requires="CCCPTSVM", ours=True),
+    "ramp_svm": ModelSpec(
+        "ramp_svm", "ssl", _ours("RampSVM", callback=False),
+        {"C": _C, "s": ("float", -0.9, 0.0, False), "sigma": _SIGMA},
+        requires="RampSVM", ours=True),
+}
+
+
+def is_available(name: str) -> tuple[bool, str]:
+    """Whether the estimator behind ``name`` can be imported (and why not)."""
+    spec = MODELS[name]
+    if spec.requires is None:
+        return True, ""
+    try:
+        importlib.import_module("weakkernels")
+        import weakkernels
+
+        getattr(weakkernels, spec.requires)
+    except Exception as exc:  # ImportError, AttributeError, errors in the module
+        return False, f"{type(exc).__name__}: {exc}"
+    return True, ""
+
+
+def available_models() -> list[str]:
+    return [n for n in MODELS if is_available(n)[0]]
+
+
+def check_models(names) -> None:
+    """Raise with the reason when a requested model cannot be imported."""
+    bad = {n: is_available(n)[1] for n in names if n in MODELS}
+    bad = {n: why for n, why in bad.items() if why}
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        raise KeyError(f"unknown model(s) {unknown}; known: {sorted(MODELS)}")
+    if bad:
+        raise ImportError(f"model(s) not available: {bad}")
+
+
+def suggest(trial, name: str, overrides: dict | None = None) -> dict:
+    """Sample the search space of ``name`` with an Optuna trial.
+
+    ``overrides`` (from ``params.yaml``) may replace a range with
+    ``[low, high]`` / ``[low, high, log]`` or fix a value with a scalar.
+    """
+    out = {}
+    for key, (kind, low, high, log) in MODELS[name].space.items():
+        ov = (overrides or {}).get(key)
+        if ov is not None and not isinstance(ov, list | tuple):
+            out[key] = ov
+            continue
+        if ov is not None:
+            low, high = ov[0], ov[1]
+            log = bool(ov[2]) if len(ov) > 2 else log
+        if kind == "int":
+            out[key] = trial.suggest_int(key, int(low), int(high), log=log)
+        else:
+            out[key] = trial.suggest_float(key, float(low), float(high), log=log)
+    return out
+
+
+def build(name: str, params: dict, fixed: dict, ctx: FitContext):
+    """Instantiate model ``name`` with tuned ``params`` over ``fixed`` settings."""
+    spec = MODELS[name]
+    merged = {**spec.defaults, **(fixed or {}), **params}
+    return spec.factory(merged, ctx)
+
+
+def scores(est, X: np.ndarray) -> np.ndarray:
+    """Continuous score for the positive class (class 1) of a binary model."""
+    if hasattr(est, "decision_function"):
+        s = np.asarray(est.decision_function(X))
+        if s.ndim == 2 and s.shape[1] == 2:
+            s = s[:, 1]
+        if s.ndim == 1:
+            return s.astype(np.float64)
+    proba = np.asarray(est.predict_proba(X))
+    return proba[:, -1].astype(np.float64)
+
+
+def objective(task: str, y_true: np.ndarray, y_pred: np.ndarray, s: np.ndarray):
+    """Validation loss minimised by the tune stage: 1 - AUC for ``auc``, else error."""
+    if task == "auc":
+        from sklearn.metrics import roc_auc_score
+
+        if len(np.unique(y_true)) < 2 or not np.all(np.isfinite(s)):
+            return 1.0
+        return float(1.0 - roc_auc_score(y_true, s))
+    return float(np.mean(np.asarray(y_pred) != np.asarray(y_true)))
+
+
+class ValidationMonitor:
+    """``callback(estimator, n_iter)`` that scores the model on a validation set.
+
+    ``on_value(n_iter, loss, elapsed)`` receives the validation loss and the
+    training time so far *excluding* the time spent in this callback, so fit
+    times measured around a monitored fit can subtract :attr:`overhead`.
+    """
+
+    def __init__(self, task, X_val, y_val, on_value=None):
+        self.task, self.X_val, self.y_val = task, X_val, y_val
+        self.on_value = on_value
+        self.overhead = 0.0
+        self.history: list[tuple[int, float, float]] = []
+        self._t0 = time.perf_counter()
+
+    def start(self) -> None:
+        self.overhead = 0.0
+        self.history = []
+        self._t0 = time.perf_counter()
+
+    def __call__(self, est, n_iter: int) -> None:
+        t = time.perf_counter()
+        s = scores(est, self.X_val)
+        pred = est.predict(self.X_val)
+        loss = objective(self.task, self.y_val, pred, s)
+        if not math.isfinite(loss):
+            loss = 1.0
+        elapsed = t - self._t0 - self.overhead
+        self.history.append((int(n_iter), loss, elapsed))
+        try:
+            if self.on_value is not None:
+                self.on_value(int(n_iter), loss, elapsed)  # may raise TrialPruned
+        finally:
+            self.overhead += time.perf_counter() - t

@@ -1,0 +1,165 @@
+"""MLflow helpers: tracking URI, experiment, provenance tags, the pyfunc wrapper.
+
+The default tracking store is ``sqlite:///<repo>/mlflow.db`` with an *absolute*
+path and an explicit artifact location ``<repo>/mlartifacts``: ``dvc exp run
+--queue`` executes stages in temporary copies under ``<repo>/.dvc/tmp/exps/``,
+where a relative URI would silently create a second, throw-away store.  Those
+copies are detected and mapped back to the main repository.  ``MLFLOW_TRACKING_URI``
+(for example a tracking server) always wins.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from weakkernels.pipeline.storage import canonical_hash
+
+__all__ = [
+    "log_pyfunc",
+    "main_repo_root",
+    "provenance_tags",
+    "setup_mlflow",
+    "tracking_uri",
+]
+
+_TELEMETRY_OFF = {"MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1"}
+
+
+def main_repo_root(root: str | os.PathLike) -> Path:
+    """``root`` itself, or the repository a DVC experiment temp copy belongs to."""
+    root = Path(root).resolve()
+    parts = root.parts
+    for i in range(len(parts) - 3):
+        if parts[i : i + 3] == (".dvc", "tmp", "exps"):
+            return Path(*parts[:i])
+    return root
+
+
+def tracking_uri(root: str | os.PathLike) -> str:
+    env = os.environ.get("MLFLOW_TRACKING_URI")
+    if env:
+        return env
+    return f"sqlite:///{main_repo_root(root) / 'mlflow.db'}"
+
+
+def setup_mlflow(experiment: str, root: str | os.PathLike) -> str:
+    """Point MLflow at the store and return the experiment id (created if needed)."""
+    for k, v in _TELEMETRY_OFF.items():
+        os.environ.setdefault(k, v)
+    import mlflow
+
+    mlflow.set_tracking_uri(tracking_uri(root))
+    exp = mlflow.get_experiment_by_name(experiment)
+    if exp is None:
+        artifacts = (main_repo_root(root) / "mlartifacts" / experiment).as_uri()
+        try:
+            exp_id = mlflow.create_experiment(experiment, artifact_location=artifacts)
+        except Exception:  # created concurrently by another stage/process
+            exp_id = mlflow.get_experiment_by_name(experiment).experiment_id
+    else:
+        exp_id = exp.experiment_id
+    mlflow.set_experiment(experiment_id=exp_id)
+    return exp_id
+
+
+def _git(root: Path, *args: str) -> str:
+    try:
+        out = subprocess.run(
+            ["git", *args], cwd=root, capture_output=True, text=True, timeout=10
+        )
+        return out.stdout.strip() if out.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def provenance_tags(root: str | os.PathLike, stage: str, params: Any) -> dict[str, str]:
+    """Tags every run carries: git commit, dvc.lock hash, params hash, versions."""
+    root = Path(root)
+    lock = root / "dvc.lock"
+    tags = {
+        "pipeline.stage": stage,
+        "git.commit": _git(root, "rev-parse", "HEAD") or "unknown",
+        "git.dirty": str(
+            bool(_git(root, "status", "--porcelain", "--untracked-files=no"))
+        ),
+        "dvc.lock.sha256": (
+            hashlib.sha256(lock.read_bytes()).hexdigest() if lock.exists() else "none"
+        ),
+        "params.hash": canonical_hash(params),
+        "python.version": platform.python_version(),
+    }
+    for dist in ("weakkernels", "numpy", "scipy", "scikit-learn", "numba", "mlflow",
+                 "optuna", "dvc", "pandas"):
+        tags[f"version.{dist}"] = _version(dist)
+    exp_name = os.environ.get("DVC_EXP_NAME")
+    if exp_name:
+        tags["dvc.exp_name"] = exp_name
+    return tags
+
+
+def log_params_flat(params: dict, prefix: str = "") -> None:
+    """Log (possibly nested) params; MLflow values are strings up to 6000 chars."""
+    import mlflow
+
+    flat: dict[str, Any] = {}
+
+    def walk(d, pre):
+        for k, v in d.items():
+            if isinstance(v, dict):
+                walk(v, f"{pre}{k}.")
+            else:
+                flat[f"{pre}{k}"] = v
+
+    walk(params, prefix)
+    if flat:
+        mlflow.log_params({k: str(v)[:6000] for k, v in flat.items()})
+
+
+def log_pyfunc(model_file: str | os.PathLike, X_example: np.ndarray, name="model"):
+    """Log ``model_file`` as an MLflow pyfunc model with signature and example."""
+    import mlflow
+    import pandas as pd
+    from mlflow.models import infer_signature
+
+    import weakkernels
+    from weakkernels.pipeline.pyfunc_model import WeakKernelsModel
+
+    est = weakkernels.load(model_file)
+    cols = [f"x{i}" for i in range(X_example.shape[1])]
+    example = pd.DataFrame(np.asarray(X_example, dtype=np.float64), columns=cols)
+    out = pd.DataFrame(
+        {"label": np.asarray(est.predict(example.to_numpy())).astype(np.int64),
+         "score": _scores(est, example.to_numpy())}
+    )
+    signature = infer_signature(example, out)
+    reqs = [f"{d}=={_version(d)}" for d in ("numpy", "scipy", "scikit-learn",
+                                             "numba", "pandas")]
+    return mlflow.pyfunc.log_model(
+        name=name,
+        python_model=WeakKernelsModel(),
+        artifacts={"model_file": str(model_file)},
+        signature=signature,
+        input_example=example,
+        pip_requirements=reqs,
+    )
+
+
+def _scores(est, X):
+    from weakkernels.pipeline.models import scores
+
+    return scores(est, X)
