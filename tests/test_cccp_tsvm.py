@@ -167,6 +167,16 @@ def test_tsvm_c_star_zero_is_the_labeled_svm_plus_balance():
     assert tsvm.n_iter_[0] == 1
 
 
+def test_tsvm_tiny_cache_gives_identical_model():
+    # 0.02 MB holds 13 kernel rows of the 201 base points (200 + x_0).
+    X, _, ys = _g50c_like(12, n=200)
+    big = CCCPTSVM(C=1.0, sigma=0.01).fit(X, ys)
+    tiny = CCCPTSVM(C=1.0, sigma=0.01, cache_size=0.02).fit(X, ys)
+    np.testing.assert_array_equal(tiny.dual_coef_, big.dual_coef_)
+    np.testing.assert_array_equal(tiny.intercept_, big.intercept_)
+    np.testing.assert_array_equal(tiny.objective_curve_, big.objective_curve_)
+
+
 def test_tsvm_multiclass_one_vs_rest():
     X, y, ys = _blobs3()
     tsvm = CCCPTSVM(C=1.0, sigma=0.5, s=-0.3).fit(X, ys)
