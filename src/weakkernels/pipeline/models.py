@@ -31,6 +31,7 @@ __all__ = [
     "ValidationMonitor",
     "available_models",
     "build",
+    "load_model",
     "objective",
     "scores",
     "suggest",
@@ -69,10 +70,13 @@ def _svc(p: dict, ctx: FitContext):
 
 
 def _self_training(p: dict, ctx: FitContext):
+    from sklearn.calibration import CalibratedClassifierCV
     from sklearn.semi_supervised import SelfTrainingClassifier
     from sklearn.svm import SVC
 
-    base = SVC(C=p["C"], gamma=p["sigma"], probability=True, random_state=ctx.seed)
+    # Self-training needs probabilities; SVC(probability=True) is deprecated in
+    # scikit-learn 1.9 in favour of this calibrated wrapper.
+    base = CalibratedClassifierCV(SVC(C=p["C"], gamma=p["sigma"]), ensemble=False)
     return SelfTrainingClassifier(base, threshold=p["threshold"], max_iter=10)
 
 
@@ -113,8 +117,10 @@ def _ours(cls_name: str, *, c_star: bool = False, callback: bool = True):
             kw["C_star"] = _c_star(p, ctx)
         if cls_name == "TSGSU" and kw.get("prior", "true") == "true":
             kw["prior"] = ctx.prior
-        kw["random_state"] = ctx.seed
-        if callback and ctx.callback is not None:
+        accepted = cls().get_params(deep=False)
+        if "random_state" in accepted:
+            kw["random_state"] = ctx.seed
+        if callback and ctx.callback is not None and "callback" in accepted:
             kw["callback"] = ctx.callback
             kw["callback_every"] = ctx.callback_every
         return cls(**kw)
@@ -166,7 +172,7 @@ MODELS: dict[str, ModelSpec] = {
     "ramp_svm": ModelSpec(
         "ramp_svm", "ssl", _ours("RampSVM", callback=False),
         {"C": _C, "s": ("float", -0.9, 0.0, False), "sigma": _SIGMA},
-        requires="RampSVM", ours=True),
+        requires="RampSVM", ours=True, labeled_only=True),  # supervised (Alg. 1.2)
 }
 
 
@@ -198,6 +204,21 @@ def check_models(names) -> None:
         raise KeyError(f"unknown model(s) {unknown}; known: {sorted(MODELS)}")
     if bad:
         raise ImportError(f"model(s) not available: {bad}")
+
+
+def load_model(path):
+    """``weakkernels.load`` after importing every available estimator module.
+
+    ``weakkernels.load`` resolves the class through a registry that a module fills
+    when it is imported; a fresh process (evaluate stage, MLflow serving) has not
+    imported them yet.
+    """
+    import weakkernels
+
+    for spec in MODELS.values():
+        if spec.requires is not None and is_available(spec.name)[0]:
+            getattr(weakkernels, spec.requires)
+    return weakkernels.load(path)
 
 
 def suggest(trial, name: str, overrides: dict | None = None) -> dict:

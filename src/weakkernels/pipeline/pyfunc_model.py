@@ -19,9 +19,9 @@ class WeakKernelsModel(mlflow.pyfunc.PythonModel):
     """
 
     def load_context(self, context):
-        import weakkernels
+        from weakkernels.pipeline.models import load_model
 
-        self.model = weakkernels.load(context.artifacts["model_file"])
+        self.model = load_model(context.artifacts["model_file"])
 
     def predict(self, context, model_input, params=None):
         import pandas as pd

@@ -136,10 +136,10 @@ def log_pyfunc(model_file: str | os.PathLike, X_example: np.ndarray, name="model
     import pandas as pd
     from mlflow.models import infer_signature
 
-    import weakkernels
+    from weakkernels.pipeline.models import load_model
     from weakkernels.pipeline.pyfunc_model import WeakKernelsModel
 
-    est = weakkernels.load(model_file)
+    est = load_model(model_file)
     cols = [f"x{i}" for i in range(X_example.shape[1])]
     example = pd.DataFrame(np.asarray(X_example, dtype=np.float64), columns=cols)
     out = pd.DataFrame(

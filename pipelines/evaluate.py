@@ -1,0 +1,144 @@
+"""Stage ``evaluate``: test error / accuracy / AUC per model x dataset x seed.
+
+Reads the train stage's run list and test predictions, computes the metrics,
+checks that every saved model file reloads (``weakkernels.load``) and reproduces
+its test scores, and writes
+
+* ``metrics/test.json`` -- mean and std over seeds per model / dataset /
+  unlabeled size (DVC ``metrics:``; ``dvc metrics show``);
+* ``<out>/per_seed.json`` -- one record per run (for the report stage).
+
+The same values go to MLflow with the ``test_`` prefix: per seed into the seed
+run, means into the model x dataset x n_unlabeled run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from weakkernels.pipeline.common import load_prepared
+from weakkernels.pipeline.models import load_model, scores
+from weakkernels.pipeline.storage import atomic_write_json, load_npz, load_params
+
+
+def test_metrics(y_true, y_pred, score) -> dict[str, float]:
+    """Error, accuracy and (binary problems, finite scores) ROC AUC."""
+    from sklearn.metrics import roc_auc_score
+
+    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    acc = float(np.mean(y_true == y_pred))
+    out = {"test_error": 1.0 - acc, "test_accuracy": acc}
+    score = np.asarray(score, dtype=np.float64)
+    if len(np.unique(y_true)) == 2 and np.all(np.isfinite(score)):
+        out["test_auc"] = float(roc_auc_score(y_true, score))
+    return out
+
+
+def evaluate(runs: list[dict], pred_dir, prepared_dir=None, *, check_reload=True):
+    """Return ``(per_seed records, summary)``; see the module docstring."""
+    per_seed = []
+    cache: dict[str, np.ndarray] = {}
+    for r in runs:
+        p = load_npz(Path(pred_dir) / r["predictions"])
+        rec = {k: r[k] for k in ("model", "dataset", "n_unlabeled", "seed", "task",
+                                 "fit_time_s", "compile_time_s", "predict_time_s",
+                                 "run_id", "group_run_id") if k in r}
+        rec.update(test_metrics(p["y_test"], p["pred_test"], p["score_test"]))
+        rec["n_test"] = int(len(p["y_test"]))
+        if check_reload and r.get("model_file") and prepared_dir is not None:
+            if r["dataset"] not in cache:
+                cache[r["dataset"]] = load_prepared(prepared_dir, r["dataset"])["X"]
+            est = load_model(r["model_file"])
+            s2 = scores(est, cache[r["dataset"]][p["test_idx"]])
+            rec["reload_max_abs_diff"] = float(np.max(np.abs(s2 - p["score_test"])))
+        per_seed.append(rec)
+    summary: dict = {}
+    groups: dict[tuple, list[dict]] = {}
+    for rec in per_seed:
+        groups.setdefault((rec["model"], rec["dataset"], rec["n_unlabeled"]),
+                          []).append(rec)
+    for (model, dataset, n_u), recs in groups.items():
+        entry = {"n_seeds": len(recs)}
+        for key in ("test_error", "test_accuracy", "test_auc", "fit_time_s",
+                    "predict_time_s"):
+            vals = [x[key] for x in recs if key in x]
+            if vals:
+                entry[f"{key}_mean"] = float(np.mean(vals))
+                entry[f"{key}_std"] = float(np.std(vals))
+        summary.setdefault(model, {}).setdefault(dataset, {})[f"nu{n_u}"] = entry
+    return per_seed, summary
+
+
+def log_to_mlflow(per_seed, summary, parent_run_id=None) -> None:
+    import mlflow
+
+    groups = {}
+    for rec in per_seed:
+        metrics = {k: v for k, v in rec.items()
+                   if k.startswith("test_") or k == "reload_max_abs_diff"}
+        if rec.get("run_id"):
+            with mlflow.start_run(run_id=rec["run_id"]):
+                mlflow.log_metrics(metrics)
+        if rec.get("group_run_id"):
+            groups[rec["group_run_id"]] = (rec["model"], rec["dataset"],
+                                           rec["n_unlabeled"])
+    for run_id, (model, dataset, n_u) in groups.items():
+        entry = summary[model][dataset][f"nu{n_u}"]
+        with mlflow.start_run(run_id=run_id):
+            mlflow.log_metrics({k: v for k, v in entry.items()
+                                if k.startswith("test_")})
+    if parent_run_id:
+        # Record the best model (lowest mean test error) per dataset and size.
+        best = {}
+        for model, by_ds in summary.items():
+            for dataset, by_nu in by_ds.items():
+                for nu, e in by_nu.items():
+                    k = f"best_model.{dataset}.{nu}"
+                    if k not in best or e["test_error_mean"] < best[k][1]:
+                        best[k] = (model, e["test_error_mean"])
+        with mlflow.start_run(run_id=parent_run_id):
+            mlflow.set_tags({k: v[0] for k, v in best.items()})
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", default="results/train/runs.json")
+    ap.add_argument("--predictions", default="results/predictions")
+    ap.add_argument("--prepared", default="data/prepared")
+    ap.add_argument("--out", default="results/evaluate")
+    ap.add_argument("--metrics", default="metrics/test.json")
+    ap.add_argument("--params", default="params.yaml")
+    args = ap.parse_args(argv)
+    params = load_params(args.params)
+    train_out = json.loads(Path(args.runs).read_text())
+    per_seed, summary = evaluate(
+        train_out["runs"], args.predictions, args.prepared,
+        check_reload=bool(params["evaluate"].get("check_reload", True)),
+    )
+    bad = [r for r in per_seed if r.get("reload_max_abs_diff", 0.0) > 1e-6]
+    if bad:
+        raise RuntimeError(f"reloaded models disagree with their fits: {bad}")
+    atomic_write_json(Path(args.out) / "per_seed.json", per_seed)
+    atomic_write_json(args.metrics, summary)
+    if any(r.get("run_id") for r in per_seed):
+        from weakkernels.pipeline.storage import repo_root
+        from weakkernels.pipeline.tracking import setup_mlflow
+
+        setup_mlflow(params["mlflow"]["experiment"],
+                     repo_root(Path(args.params).resolve().parent))
+        log_to_mlflow(per_seed, summary, train_out.get("parent_run_id"))
+    for model, by_ds in summary.items():
+        for dataset, by_nu in by_ds.items():
+            for nu, e in by_nu.items():
+                print(f"{model:16s} {dataset:10s} {nu:8s} test error "
+                      f"{e['test_error_mean']:.4f} +- {e['test_error_std']:.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

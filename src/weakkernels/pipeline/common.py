@@ -1,0 +1,72 @@
+"""Small helpers shared by the stage scripts: which (model, dataset) pairs run,
+where each stage's files live, and loading prepared data and splits."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from weakkernels.pipeline.models import MODELS
+from weakkernels.pipeline.splits import fit_arrays, resolve
+from weakkernels.pipeline.storage import load_npz
+
+__all__ = [
+    "fit_data",
+    "load_prepared",
+    "load_split",
+    "model_dataset_pairs",
+    "split_kind",
+    "split_path",
+]
+
+
+def split_kind(model: str) -> str:
+    """Which split file a model reads: ``su`` for SU learners, else ``ssl``."""
+    return "su" if MODELS[model].task == "su" else "ssl"
+
+
+def model_dataset_pairs(
+    models: list[str], datasets: list[str], su_datasets: list[str]
+) -> list[tuple[str, str]]:
+    """Every compatible pair: SU models only run on the datasets with SU splits."""
+    out = []
+    for ds in datasets:
+        for m in models:
+            if split_kind(m) == "su" and ds not in su_datasets:
+                continue
+            out.append((m, ds))
+    return out
+
+
+def prepared_path(prepared_dir: str | os.PathLike, dataset: str) -> Path:
+    return Path(prepared_dir) / f"{dataset}.npz"
+
+
+def split_path(splits_dir: str | os.PathLike, dataset: str, kind: str, seed: int):
+    return Path(splits_dir) / dataset / f"{kind}_seed{seed}.npz"
+
+
+def load_prepared(prepared_dir, dataset: str) -> dict[str, np.ndarray]:
+    return load_npz(prepared_path(prepared_dir, dataset))
+
+
+def load_split(splits_dir, dataset: str, kind: str, seed: int) -> dict[str, np.ndarray]:
+    return load_npz(split_path(splits_dir, dataset, kind, seed))
+
+
+def n_unlabeled_list(split: dict[str, np.ndarray]) -> list[int]:
+    return [int(n) for n in split["n_unlabeled"]]
+
+
+def fit_data(model: str, X, y, split, n_unlabeled: int):
+    """Training rows for ``model`` (baselines marked labeled-only drop y == -1)."""
+    sp = resolve(split, n_unlabeled)
+    X_fit, y_fit = fit_arrays(X, y, sp)
+    if MODELS[model].labeled_only:
+        keep = y_fit != -1
+        X_fit, y_fit = X_fit[keep], y_fit[keep]
+    prior = float(split["prior"]) if "prior" in split else None
+    n_l = int(np.sum(y_fit != -1)) if "pairs" not in sp else 0
+    return sp, X_fit, y_fit, n_l, prior
