@@ -75,23 +75,30 @@ def evaluate(runs: list[dict], pred_dir, prepared_dir=None, *, check_reload=True
 
 
 def log_to_mlflow(per_seed, summary, parent_run_id=None) -> None:
-    import mlflow
+    """Log test metrics into the train runs (by id; works inside an active run)."""
+    import time
+
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric
+
+    client = MlflowClient()
+    now = int(time.time() * 1000)
+
+    def log(run_id, metrics):
+        client.log_batch(run_id, metrics=[Metric(k, float(v), now, 0)
+                                          for k, v in metrics.items()])
 
     groups = {}
     for rec in per_seed:
-        metrics = {k: v for k, v in rec.items()
-                   if k.startswith("test_") or k == "reload_max_abs_diff"}
         if rec.get("run_id"):
-            with mlflow.start_run(run_id=rec["run_id"]):
-                mlflow.log_metrics(metrics)
+            log(rec["run_id"], {k: v for k, v in rec.items()
+                                if k.startswith("test_") or k == "reload_max_abs_diff"})
         if rec.get("group_run_id"):
             groups[rec["group_run_id"]] = (rec["model"], rec["dataset"],
                                            rec["n_unlabeled"])
     for run_id, (model, dataset, n_u) in groups.items():
         entry = summary[model][dataset][f"nu{n_u}"]
-        with mlflow.start_run(run_id=run_id):
-            mlflow.log_metrics({k: v for k, v in entry.items()
-                                if k.startswith("test_")})
+        log(run_id, {k: v for k, v in entry.items() if k.startswith("test_")})
     if parent_run_id:
         # Record the best model (lowest mean test error) per dataset and size.
         best = {}
@@ -101,8 +108,8 @@ def log_to_mlflow(per_seed, summary, parent_run_id=None) -> None:
                     k = f"best_model.{dataset}.{nu}"
                     if k not in best or e["test_error_mean"] < best[k][1]:
                         best[k] = (model, e["test_error_mean"])
-        with mlflow.start_run(run_id=parent_run_id):
-            mlflow.set_tags({k: v[0] for k, v in best.items()})
+        for k, (model, _) in best.items():
+            client.set_tag(parent_run_id, k, model)
 
 
 def main(argv: list[str] | None = None) -> int:

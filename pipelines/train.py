@@ -223,8 +223,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--predictions", default="results/predictions")
     ap.add_argument("--out", default="results/train/runs.json")
     ap.add_argument("--params", default="params.yaml")
+    ap.add_argument("--seeds", default=None, help="override train.seeds (1,2,3)")
     args = ap.parse_args(argv)
     params = load_params(args.params)
+    if args.seeds is not None:
+        params["train"]["seeds"] = [int(s) for s in args.seeds.split(",") if s]
     import mlflow
 
     from weakkernels.pipeline.common import model_dataset_pairs

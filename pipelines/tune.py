@@ -225,8 +225,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="results/tune")
     ap.add_argument("--metrics", default="metrics/tune.json")
     ap.add_argument("--params", default="params.yaml")
+    ap.add_argument("--n-trials", default=None, help="override tune.n_trials")
     args = ap.parse_args(argv)
     params = load_params(args.params)
+    if args.n_trials is not None:
+        params["tune"]["n_trials"] = int(float(args.n_trials))
     import mlflow
 
     from weakkernels.pipeline.tracking import provenance_tags, setup_mlflow

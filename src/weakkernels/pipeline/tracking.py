@@ -14,6 +14,7 @@ import hashlib
 import os
 import platform
 import subprocess
+import warnings
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,11 @@ def setup_mlflow(experiment: str, root: str | os.PathLike) -> str:
     import mlflow
 
     mlflow.set_tracking_uri(tracking_uri(root))
+    run_id = os.environ.get("MLFLOW_RUN_ID")
+    if run_id:
+        # Inside `mlflow run`: the project run (in the experiment chosen on the
+        # command line) becomes the parent of everything this process logs.
+        return mlflow.get_run(run_id).info.experiment_id
     exp = mlflow.get_experiment_by_name(experiment)
     if exp is None:
         artifacts = (main_repo_root(root) / "mlartifacts" / experiment).as_uri()
@@ -149,14 +155,18 @@ def log_pyfunc(model_file: str | os.PathLike, X_example: np.ndarray, name="model
     signature = infer_signature(example, out)
     reqs = [f"{d}=={_version(d)}" for d in ("numpy", "scipy", "scikit-learn",
                                              "numba", "pandas")]
-    return mlflow.pyfunc.log_model(
-        name=name,
-        python_model=WeakKernelsModel(),
-        artifacts={"model_file": str(model_file)},
-        signature=signature,
-        input_example=example,
-        pip_requirements=reqs,
-    )
+    with warnings.catch_warnings():
+        # The signature is explicit; MLflow's type-hint / integer-column hints and
+        # the CloudPickle notice (the class is imported by reference) are noise.
+        warnings.simplefilter("ignore", UserWarning)
+        return mlflow.pyfunc.log_model(
+            name=name,
+            python_model=WeakKernelsModel(),
+            artifacts={"model_file": str(model_file)},
+            signature=signature,
+            input_example=example,
+            pip_requirements=reqs,
+        )
 
 
 def _scores(est, X):
