@@ -11,7 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def fit_platt(f: np.ndarray, y01: np.ndarray, max_iter: int = 100) -> tuple[float, float]:
+def fit_platt(
+    f: np.ndarray, y01: np.ndarray, max_iter: int = 100
+) -> tuple[float, float]:
     """Fit ``P(y=1|f) = 1 / (1 + exp(A f + B))``; returns ``(A, B)``."""
     f = np.asarray(f, dtype=np.float64)
     y01 = np.asarray(y01, dtype=np.float64)

@@ -1,0 +1,490 @@
+"""Seeded random features: every block is a pure function of ``(seed, block)``.
+
+Random Fourier features (Rahimi & Recht 2007) for shift-invariant kernels, as used
+by the triply / quadruply stochastic solvers (paper 000 Eq. (2), paper 002 Sec. 3,
+paper 003 Sec. 4):
+
+* Gaussian RBF ``exp(-sigma ||x - x'||^2)``: ``omega ~ N(0, 2 sigma I)``,
+  ``phi(x) = sqrt(2) cos(omega^T x + b)``, ``b ~ U[0, 2 pi)``;
+* Laplacian ``exp(-sigma ||x - x'||_1)``: ``omega_k ~ Cauchy(0, sigma)`` i.i.d.;
+
+and random Maclaurin features (Kar & Karnick 2012) for the dot-product kernel
+``(sigma <x, x'> + coef0) ** degree`` used in paper 002's high-dimensional runs: a
+feature draws an order ``N`` with probability ``q_N`` proportional to the Maclaurin
+coefficient ``a_N = binom(degree, N) coef0^(degree-N) sigma^N`` and returns
+``sqrt(a_N / q_N) prod_{i<N} <w_i, x>`` with Rademacher ``w_i``; it is unbiased,
+``E[phi(x) phi(x')] = k(x, x')``.
+
+Why counter-based: the doubly stochastic methods regenerate old features at
+prediction time instead of storing them (paper 000 Alg. 1-2, "random feature
+generator initialized by a predefined seed according to iteration"). Here every
+random number is a hash of ``(seed, block, stream, index)`` (SplitMix64 finalizer),
+so a block can be regenerated in any order, in parallel, bit-identically between
+training and prediction and across thread counts, with no generator state at all.
+
+A block of ``B`` features is scaled by ``1/sqrt(B)`` so that one block alone is an
+unbiased kernel approximation: ``sum_j phi_j(x) phi_j(x') ~ k(x, x')``.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+import numba
+import numpy as np
+from numba import njit, prange
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
+from threadpoolctl import threadpool_limits
+
+from weakkernels.kernels import KERNEL_CODES, RANDOM_FEATURE_KERNELS
+
+# fastmath without nnan/ninf (umap removed blanket fastmath after NaN bugs): the
+# reassociation lets LLVM vectorize reductions; NaN checks stay intact.
+FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
+
+_U64 = np.uint64
+_GOLDEN = _U64(0x9E3779B97F4A7C15)
+_M1 = _U64(0xBF58476D1CE4E5B9)
+_M2 = _U64(0x94D049BB133111EB)
+_TWO_PI = 2.0 * math.pi
+
+# float32 range reduction constants: 2*pi split in a high part exactly representable
+# with few mantissa bits and a low remainder (Cody-Waite), so k*2pi is exact enough.
+# Rows per GEMM chunk are chosen so one chunk of Z holds about this many floats
+# (1 MB in float32: stays in L2/L3 between the GEMM and the cosine pass).
+_GEMM_ELEMS = 1 << 18
+
+_INV_2PI_F = np.float32(1.0 / _TWO_PI)
+_2PI_HI_F = np.float32(6.28125)
+_2PI_LO_F = np.float32(_TWO_PI - 6.28125)
+
+
+@njit(inline="always")
+def _mix64(z):
+    """SplitMix64 finalizer (Steele, Lea, Flood 2014): a bijective 64-bit mix."""
+    z = (z ^ (z >> _U64(30))) * _M1
+    z = (z ^ (z >> _U64(27))) * _M2
+    return z ^ (z >> _U64(31))
+
+
+@njit(inline="always")
+def _stream_key(seed, block, stream):
+    """Key of one random stream: hash of (seed, block, stream)."""
+    k = _mix64(_U64(seed) + _GOLDEN)
+    k = _mix64(k ^ (_U64(block) * _GOLDEN + _U64(0x632BE59BD9B4E019)))
+    return _mix64(k ^ (_U64(stream) + _U64(0xD1B54A32D192ED03)))
+
+
+@njit(inline="always")
+def _uniform(key, counter):
+    """Uniform in the open interval (0, 1) from a key and a counter (53 bits)."""
+    h = _mix64(key ^ _mix64(_U64(counter) * _GOLDEN + _U64(1)))
+    return ((h >> _U64(11)) + 0.5) * (1.0 / 9007199254740992.0)
+
+
+@njit(inline="always")
+def _normal(key, counter):
+    """Standard normal by Box-Muller from two counter-addressed uniforms."""
+    u1 = _uniform(key, _U64(2) * _U64(counter))
+    u2 = _uniform(key, _U64(2) * _U64(counter) + _U64(1))
+    return math.sqrt(-2.0 * math.log(u1)) * math.cos(_TWO_PI * u2)
+
+
+@njit(cache=True)
+def _fill_fourier_block(seed, block, code, sigma, W, phase):
+    """Fill ``W`` (d, B) and ``phase`` (B,) of one Fourier block.
+
+    RBF: ``omega ~ N(0, 2 sigma I)``; Laplacian: ``omega_k ~ Cauchy(0, sigma)``
+    (paper 000 Sec. 3.2, Rahimi & Recht 2007).
+    """
+    d, B = W.shape
+    kw = _stream_key(seed, block, 0)
+    kb = _stream_key(seed, block, 1)
+    std = math.sqrt(2.0 * sigma)
+    for j in range(B):
+        for k in range(d):
+            c = j * d + k
+            if code == 0:
+                W[k, j] = std * _normal(kw, c)
+            else:
+                W[k, j] = sigma * math.tan(math.pi * (_uniform(kw, c) - 0.5))
+        phase[j] = _TWO_PI * _uniform(kb, j)
+
+
+@njit(cache=True)
+def _fill_maclaurin_block(seed, block, log_q_cum, a, q, W, scale):
+    """Fill one random Maclaurin block: ``W`` (degree, d, B) signs, ``scale`` (B,).
+
+    Feature ``j`` draws its order ``N`` from the cumulative ``q`` and gets
+    ``scale[j] = sqrt(a_N / q_N)``; its sign vectors ``i < N`` are Rademacher and
+    those ``i >= N`` are all zero, which :func:`_maclaurin_features` reads as "not
+    part of the product" (order 0 is the empty product 1).
+    """
+    degree, d, B = W.shape
+    ks = _stream_key(seed, block, 2)
+    kn = _stream_key(seed, block, 3)
+    for j in range(B):
+        u = _uniform(kn, j)
+        n = 0
+        while n < degree and u > log_q_cum[n]:
+            n += 1
+        scale[j] = math.sqrt(a[n] / q[n]) if q[n] > 0 else 0.0
+        for i in range(degree):
+            for k in range(d):
+                if i < n:
+                    s = _uniform(ks, (j * degree + i) * d + k)
+                    W[i, k, j] = 1.0 if s < 0.5 else -1.0
+                else:
+                    W[i, k, j] = 0.0
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _fast_cos(x):
+    """float32 cosine, branch-free so LLVM vectorizes it (no SVML needed).
+
+    Reduce ``x`` to ``r`` in [-pi, pi], then ``cos r = 1 - 2 sin^2(r/2)`` with a
+    degree-11 odd Taylor polynomial for ``sin`` on [-pi/2, pi/2] (error < 1e-7,
+    far below the Monte-Carlo error of any random-feature expansion).
+    """
+    k = np.floor(x * _INV_2PI_F + np.float32(0.5))
+    r = (x - k * _2PI_HI_F) - k * _2PI_LO_F
+    h = r * np.float32(0.5)
+    h2 = h * h
+    p = np.float32(-2.5052108385441720e-08)
+    p = p * h2 + np.float32(2.7557319223985893e-06)
+    p = p * h2 + np.float32(-1.9841269841269841e-04)
+    p = p * h2 + np.float32(8.3333333333333333e-03)
+    p = p * h2 + np.float32(-1.6666666666666667e-01)
+    p = p * h2 + np.float32(1.0)
+    s = h * p
+    return np.float32(1.0) - np.float32(2.0) * s * s
+
+
+def _make_fourier_kernels(cos_fn, real):
+    """Compile the Fourier kernels for one cosine and one float type.
+
+    The projection ``Z = X @ W`` is a GEMM done by BLAS (register-blocked, far
+    faster than a hand loop); these kernels do the rest in one pass over ``Z``.
+    Each row is reduced in a fixed order, so results are bit-identical for any
+    number of numba threads. Serial and parallel variants are both compiled: a
+    parallel region costs a thread wake-up, which on a busy 2-core machine took
+    milliseconds -- 10x the work of a small minibatch step (see
+    :func:`_parallel_worth_it`).
+    """
+
+    def cos_dot(Z, phase, coefT, scale, out):
+        """``out[i, k] += scale * sum_j coefT[k, j] cos(Z[i, j] + phase[j])``."""
+        n, F = Z.shape
+        K = coefT.shape[0]
+        for i in prange(n):
+            for c in range(K):
+                s = real(0.0)
+                for j in range(F):
+                    s += coefT[c, j] * cos_fn(Z[i, j] + phase[j])
+                out[i, c] += scale * s
+
+    def cos_features(Z, phase, norm):
+        """In place: ``Z[i, j] = norm * cos(Z[i, j] + phase[j])`` (the map)."""
+        n, F = Z.shape
+        for i in prange(n):
+            for j in range(F):
+                Z[i, j] = norm * cos_fn(Z[i, j] + phase[j])
+
+    return tuple(
+        njit(parallel=par, fastmath=FASTMATH, cache=True)(fn)
+        for fn in (cos_dot, cos_features)
+        for par in (False, True)
+    )
+
+
+# Below this many (row x feature) evaluations a kernel call runs serially.
+_PARALLEL_MIN_WORK = 1 << 21
+
+
+def _parallel_worth_it(work: int) -> int:
+    return 1 if work >= _PARALLEL_MIN_WORK and numba.get_num_threads() > 1 else 0
+
+
+@njit(inline="always")
+def _np_cos(x):
+    return np.cos(x)
+
+
+_KERNELS = {
+    np.dtype(np.float32): _make_fourier_kernels(_fast_cos, np.float32),
+    np.dtype(np.float64): _make_fourier_kernels(_np_cos, np.float64),
+}
+
+
+@njit(parallel=True, cache=True)
+def _maclaurin_features(X, W, scale, norm, out):
+    """``out[i, j] = norm * scale[j] * prod_{i' < N_j} <W[i', :, j], x_i>``.
+
+    Unused orders have all-zero sign vectors; they are skipped by the order test.
+    """
+    n, d = X.shape
+    degree, _, B = W.shape
+    for i in prange(n):
+        for j in range(B):
+            v = scale[j] * norm
+            for q in range(degree):
+                nonzero = False
+                dot = 0.0
+                for k in range(d):
+                    w = W[q, k, j]
+                    if w != 0.0:
+                        nonzero = True
+                    dot += w * X[i, k]
+                if nonzero:
+                    v *= dot
+            out[i, j] = v
+
+
+class FeatureSpec:
+    """What a seed-based model needs to regenerate its features.
+
+    Parameters
+    ----------
+    kernel : {"rbf", "laplacian", "poly"}
+    sigma, degree, coef0 : kernel parameters (see :mod:`weakkernels.kernels`).
+    n_features_in : int
+        Input dimension d.
+    block_size : int
+        Features per block; block ``b`` is a pure function of ``(seed, b)``.
+    seed : int
+        Non-negative integer below 2**63.
+    dtype : numpy dtype, float32 (default compute path) or float64.
+    """
+
+    def __init__(self, kernel, sigma, degree, coef0, n_features_in, block_size, seed,
+                 dtype=np.float32):
+        if kernel not in RANDOM_FEATURE_KERNELS:
+            raise ValueError(
+                f"kernel={kernel!r} has no random features; use one of "
+                f"{list(RANDOM_FEATURE_KERNELS)}"
+            )
+        self.kernel = kernel
+        self.code = KERNEL_CODES[kernel]
+        self.sigma = float(sigma)
+        self.degree = int(degree)
+        self.coef0 = float(coef0)
+        self.d = int(n_features_in)
+        self.block_size = int(block_size)
+        self.seed = int(seed)
+        self.dtype = np.dtype(dtype)
+        if self.kernel == "poly":
+            n = np.arange(self.degree + 1)
+            binom = np.array([math.comb(self.degree, int(i)) for i in n], dtype=float)
+            a = binom * self.coef0 ** (self.degree - n) * self.sigma**n
+            if self.coef0 == 0.0:
+                a[:-1] = 0.0
+                a[-1] = self.sigma**self.degree
+            q = a / a.sum()
+            self._a, self._q = a, q
+            self._q_cum = np.cumsum(q)
+            self._q_cum[-1] = 1.0
+
+    @property
+    def is_fourier(self) -> bool:
+        return self.kernel in ("rbf", "laplacian")
+
+    def block(self, b: int):
+        """Regenerate block ``b``: ``(W, phase)`` for Fourier kernels or
+        ``(W, scale)`` for random Maclaurin features."""
+        B, d = self.block_size, self.d
+        if self.is_fourier:
+            W = np.empty((d, B), dtype=np.float64)
+            phase = np.empty(B, dtype=np.float64)
+            _fill_fourier_block(self.seed, b, self.code, self.sigma, W, phase)
+            return W.astype(self.dtype), phase.astype(self.dtype)
+        W = np.empty((self.degree, d, B), dtype=np.float64)
+        scale = np.empty(B, dtype=np.float64)
+        _fill_maclaurin_block(self.seed, b, self._q_cum, self._a, self._q, W, scale)
+        return W.astype(self.dtype), scale.astype(self.dtype)
+
+    def blocks(self, first: int, stop: int):
+        """Blocks ``first .. stop-1`` concatenated along the feature axis."""
+        parts = [self.block(b) for b in range(first, stop)]
+        axis = 1 if self.is_fourier else 2
+        return (
+            np.concatenate([p[0] for p in parts], axis=axis),
+            np.concatenate([p[1] for p in parts]),
+        )
+
+    @property
+    def norm(self) -> float:
+        """Per-feature normalization so that one block approximates the kernel."""
+        if self.is_fourier:
+            return math.sqrt(2.0 / self.block_size)
+        return math.sqrt(1.0 / self.block_size)
+
+    def features(self, X: np.ndarray, W, second) -> np.ndarray:
+        """The feature map of the given (concatenated) blocks at ``X``."""
+        X = np.ascontiguousarray(X, dtype=self.dtype)
+        if self.is_fourier:
+            Z = X @ W
+            par = _parallel_worth_it(Z.size)
+            _KERNELS[self.dtype][2 + par](Z, second, self.dtype.type(self.norm))
+            return Z
+        out = np.empty((X.shape[0], W.shape[-1]), dtype=self.dtype)
+        _maclaurin_features(X, W, second, self.dtype.type(self.norm), out)
+        return out
+
+    def accumulate(self, X, W, second, coefT, scale, out, buf=None) -> None:
+        """``out += scale * features(X) @ coefT.T``.
+
+        Fourier kernels: GEMM into a reused buffer (a fresh n x F array per call
+        costs page faults that dominate small batches), then the fused
+        cosine-dot kernel; the n x F feature matrix is never kept.
+        Call inside :func:`blas_single_thread` -- see there for why.
+        """
+        if not self.is_fourier:
+            Phi = self.features(X, W, second)
+            out += scale * (Phi.astype(np.float64) @ coefT.T.astype(np.float64))
+            return
+        n, F = X.shape[0], W.shape[1]
+        rows = max(1, min(n, _GEMM_ELEMS // max(F, 1)))
+        if buf is None or buf.size < rows * F:
+            buf = np.empty(rows * F, dtype=self.dtype)
+        cos_dot = _KERNELS[self.dtype][_parallel_worth_it(rows * F)]
+        for r0 in range(0, n, rows):
+            r1 = min(n, r0 + rows)
+            Z = buf[: (r1 - r0) * F].reshape(r1 - r0, F)
+            np.matmul(X[r0:r1], W, out=Z)
+            cos_dot(Z, second, coefT, float(scale), out[r0:r1])
+
+    def decision(self, X, coefT: np.ndarray, n_blocks: int,
+                 blocks_per_chunk: int | None = None) -> np.ndarray:
+        """``f(X) = sum_b features_b(X) @ coef_b`` regenerating blocks by seed
+        (paper 000 Algorithm 2, "TSGS3VM Predict")."""
+        X = np.ascontiguousarray(X, dtype=self.dtype)
+        K = coefT.shape[0]
+        out = np.zeros((X.shape[0], K), dtype=np.float64)
+        if blocks_per_chunk is None:
+            blocks_per_chunk = max(1, 4096 // self.block_size)
+        coefT = np.ascontiguousarray(coefT, dtype=self.dtype)
+        B = self.block_size
+        with blas_single_thread():
+            for b0 in range(0, n_blocks, blocks_per_chunk):
+                b1 = min(n_blocks, b0 + blocks_per_chunk)
+                W, second = self.blocks(b0, b1)
+                coef_chunk = np.ascontiguousarray(coefT[:, b0 * B : b1 * B])
+                self.accumulate(X, W, second, coef_chunk, 1.0, out)
+        return out
+
+    def to_dict(self) -> dict:
+        return {
+            "kernel": self.kernel,
+            "sigma": self.sigma,
+            "degree": self.degree,
+            "coef0": self.coef0,
+            "n_features_in": self.d,
+            "block_size": self.block_size,
+            "seed": self.seed,
+            "dtype": self.dtype.name,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> FeatureSpec:
+        return cls(
+            d["kernel"], d["sigma"], d["degree"], d["coef0"], d["n_features_in"],
+            d["block_size"], d["seed"], np.dtype(d["dtype"]),
+        )
+
+
+def blas_single_thread():
+    """Context: BLAS on one thread while our numba kernels run in parallel.
+
+    OpenBLAS worker threads keep spinning after a GEMM returns; on a 2-core
+    machine they then fight numba's threads and a small-batch step ran ~20x
+    slower (measured: 30 M vs 1.5 G evaluations/s). One BLAS thread per call,
+    parallelism from numba.
+    """
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def seed_from_random_state(random_state) -> int:
+    """Turn ``random_state`` into the plain integer seed the kernels see."""
+    rs = check_random_state(random_state)
+    return int(rs.randint(0, 2**31 - 1))
+
+
+class RandomFeatures(TransformerMixin, BaseEstimator):
+    """Seeded random features for the RBF, Laplacian and polynomial kernels.
+
+    Like scikit-learn's ``RBFSampler``, but every block of ``block_size`` features
+    is a pure function of ``(seed, block)`` (see the module docstring), so the
+    transform is bit-identical across processes, thread counts and block orders,
+    and nothing but the seed needs to be stored. ``transform(X) @ transform(Y).T``
+    approximates ``k(X, Y)`` without bias.
+
+    Parameters
+    ----------
+    kernel : {"rbf", "laplacian", "poly"}, default="rbf"
+    sigma : float, default=1.0
+        Kernel width: ``exp(-sigma ||x - x'||^2)`` for RBF (scikit-learn's gamma).
+    degree : int, default=2
+        Degree of the polynomial kernel ``(sigma <x, x'> + coef0) ** degree``.
+    coef0 : float, default=1.0
+    n_components : int, default=512
+        Number of features; a multiple of ``block_size`` is used (rounded up).
+    block_size : int, default=64
+    dtype : {"float32", "float64"}, default="float32"
+    random_state : int, RandomState instance or None
+    """
+
+    _parameter_constraints = {
+        "kernel": [StrOptions(set(RANDOM_FEATURE_KERNELS))],
+        "sigma": [Interval(Real, 0, None, closed="neither")],
+        "degree": [Interval(Integral, 1, None, closed="left")],
+        "coef0": [Interval(Real, 0, None, closed="left")],
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "block_size": [Interval(Integral, 1, None, closed="left")],
+        "dtype": [StrOptions({"float32", "float64"})],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, *, kernel="rbf", sigma=1.0, degree=2, coef0=1.0,
+                 n_components=512, block_size=64, dtype="float32", random_state=None):
+        self.kernel = kernel
+        self.sigma = sigma
+        self.degree = degree
+        self.coef0 = coef0
+        self.n_components = n_components
+        self.block_size = block_size
+        self.dtype = dtype
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        X = validate_data(self, X, dtype=np.float64, ensure_all_finite=True)
+        B = min(self.block_size, self.n_components)
+        self.n_blocks_ = -(-self.n_components // B)
+        self.spec_ = FeatureSpec(
+            self.kernel, self.sigma, self.degree, self.coef0, X.shape[1], B,
+            seed_from_random_state(self.random_state), np.dtype(self.dtype),
+        )
+        # The block norm assumes one block approximates k; with several blocks the
+        # concatenation is rescaled so the whole map does.
+        self._rescale = 1.0 / math.sqrt(self.n_blocks_)
+        return self
+
+    def transform(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        W, second = self.spec_.blocks(0, self.n_blocks_)
+        Phi = self.spec_.features(X, W, second)
+        return Phi * self.spec_.dtype.type(self._rescale)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = [self.dtype]
+        return tags
+
+
+def set_num_threads(n: int) -> None:
+    """Set numba's thread count (results do not depend on it)."""
+    numba.set_num_threads(int(n))
