@@ -105,6 +105,9 @@ def train_one(model, X, y, split, n_u, params, fixed, *, seed, callback_every,
         if not is_su and lab.any() else float("nan")
     if model_path is not None and spec.ours:
         Path(model_path).parent.mkdir(parents=True, exist_ok=True)
+        if "callback" in est.get_params(deep=False):
+            # A callable cannot (and should not) go into a pickle-free model file.
+            est.set_params(callback=None)
         est.save(model_path)
     curve = np.asarray(monitor.history if monitor else np.zeros((0, 3)),
                        dtype=np.float64).reshape(-1, 3)

@@ -1,0 +1,197 @@
+"""End to end: `dvc repro` of the real dvc.yaml on a tiny config, then checks of
+the metrics files, plots, MLflow runs and pyfunc models; `mlflow run . -e
+benchmark --env-manager local` on the same project copy."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+MIRROR = ROOT.parent / "shared" / "data" / "raw"
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not MIRROR.exists(), reason="needs ../shared/data/raw"),
+]
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID",
+                        "WK_OPTUNA_STORAGE", "VIRTUAL_ENV")}
+    env.update(MLFLOW_DISABLE_TELEMETRY="true", DO_NOT_TRACK="1",
+               DVC_NO_ANALYTICS="1", WK_PYTHON=sys.executable,
+               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@t")
+    return env
+
+
+def _run(cmd, cwd, env, timeout=600):
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    return proc
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """A copy of the pipeline with a tiny params.yaml, reproduced with DVC."""
+    from weakkernels.pipeline.models import available_models
+
+    tmp = tmp_path_factory.mktemp("wkproj")
+    for name in ("dvc.yaml", "MLproject", "python_env.yaml"):
+        shutil.copy(ROOT / name, tmp / name)
+    shutil.copytree(ROOT / "pipelines", tmp / "pipelines",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "src" / "weakkernels" / "pipeline",
+                    tmp / "src" / "weakkernels" / "pipeline",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["data"]["datasets"] = ["g50c", "cod-rna"]
+    params["download"].update(mirror=str(MIRROR), use_network=False)
+    params["split"].update(seeds=[0, 1])
+    params["split"]["ssl"].update(n_labeled=40, n_unlabeled=[150, 300], n_val=100,
+                                  n_test=300)
+    params["split"]["su"].update(datasets=["cod-rna"], n_pairs=100,
+                                 n_unlabeled=[300], n_val=100)
+    avail = set(available_models())
+    params["models"]["names"] = [m for m in params["models"]["names"] if m in avail]
+    for extra in ("tsgs3vm", "tsgsu", "qsgs2auc"):
+        if extra in avail and extra not in params["models"]["names"]:
+            params["models"]["names"].append(extra)
+    params["tune"].update(n_trials=3, n_startup_trials=2)
+    params["train"].update(seeds=[1])
+    (tmp / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    env = _env(tmp)
+    _run(["git", "init", "-q"], tmp, env)
+    _run([sys.executable, "-m", "dvc", "init", "-q"], tmp, env)
+    _run([sys.executable, "-m", "dvc", "config", "core.analytics", "false"], tmp, env)
+    proc = _run([sys.executable, "-m", "dvc", "repro"], tmp, env)
+    return {"root": tmp, "params": params, "env": env, "log": proc.stdout}
+
+
+def test_metrics_files_hold_sane_values(project):
+    root, params = project["root"], project["params"]
+    test = json.loads((root / "metrics/test.json").read_text())
+    tune = json.loads((root / "metrics/tune.json").read_text())
+    su_models = [m for m in params["models"]["names"] if m == "tsgsu"]
+    for model in params["models"]["names"]:
+        datasets = ["cod-rna"] if model in su_models else ["g50c", "cod-rna"]
+        for ds in datasets:
+            assert 0.0 <= tune[model][ds]["val_loss"] <= 1.0
+            entries = test[model][ds]
+            assert set(entries) == ({"nu300"} if model in su_models else
+                                    ({"nu500"} if ds == "g50c" else
+                                     {"nu150", "nu300"}))
+            for e in entries.values():
+                assert 0.0 <= e["test_error_mean"] <= 1.0
+                assert abs(e["test_error_mean"] + e["test_accuracy_mean"] - 1) < 1e-12
+                assert e["fit_time_s_mean"] > 0.0 and e["n_seeds"] == 1
+    # g50c has a Bayes error of 5%: some model must be far better than chance.
+    best_g50c = min(test[m]["g50c"]["nu500"]["test_error_mean"]
+                    for m in params["models"]["names"] if "g50c" in test[m])
+    assert best_g50c < 0.2
+    per_seed = json.loads((root / "results/evaluate/per_seed.json").read_text())
+    for r in per_seed:
+        if "reload_max_abs_diff" in r:
+            assert r["reload_max_abs_diff"] <= 1e-6
+
+
+def test_plots_and_summary_exist(project):
+    root = project["root"]
+    for name in ("error_vs_time", "time_vs_unlabeled", "error_boxplot", "val_curves"):
+        data = (root / "plots" / f"{name}.png").read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+    summary = (root / "reports/summary.md").read_text()
+    for model in project["params"]["models"]["names"]:
+        assert f"| {model} |" in summary
+    out = root / "plots_html"
+    _run([sys.executable, "-m", "dvc", "plots", "show", "-o", str(out)], root,
+         project["env"])
+    html = (out / "index.html").read_text()
+    assert "<script" not in html and html.count("<img") == 4  # offline page
+
+
+def test_second_repro_is_a_no_op(project):
+    proc = _run([sys.executable, "-m", "dvc", "status"], project["root"],
+                project["env"])
+    assert "changed" not in proc.stdout, proc.stdout
+
+
+def test_mlflow_runs_and_pyfunc_models(project):
+    import mlflow
+
+    root, params = project["root"], project["params"]
+    mlflow.set_tracking_uri(f"sqlite:///{root}/mlflow.db")
+    exp = mlflow.get_experiment_by_name(params["mlflow"]["experiment"])
+    assert exp.artifact_location == (root / "mlartifacts" / exp.name).as_uri()
+    runs = mlflow.search_runs([exp.experiment_id], output_format="list",
+                              max_results=5000)
+    by_name = {}
+    for r in runs:
+        by_name.setdefault(r.data.tags.get("mlflow.runName"), []).append(r)
+    for stage in ("tune", "train"):
+        (parent,) = by_name[stage]
+        assert parent.data.tags["pipeline.stage"] == stage
+        for tag in ("git.commit", "dvc.lock.sha256", "params.hash",
+                    "version.numpy", "version.scikit-learn"):
+            assert parent.data.tags[tag]
+    trials = [r for r in runs if r.data.tags.get("mlflow.runName", "")
+              .startswith("trial-")]
+    n_pairs = len(json.loads((root / "results/tune/best_params.json").read_text()))
+    assert len(trials) >= 3 * n_pairs
+    seeds = {r.info.run_id: r for r in runs if r.data.tags.get("level") == "seed"}
+    per_seed = json.loads((root / "results/evaluate/per_seed.json").read_text())
+    assert len(seeds) == len(per_seed)
+    for rec in per_seed:
+        run = seeds[rec["run_id"]]
+        assert run.data.metrics["test_error"] == pytest.approx(rec["test_error"])
+        assert run.data.metrics["fit_time_s"] > 0
+        assert "compile_time_s" in run.data.metrics
+        assert "predict_time_s" in run.data.metrics
+        assert run.data.tags["mlflow.parentRunId"] == rec["group_run_id"]
+    train_runs = json.loads((root / "results/train/runs.json").read_text())["runs"]
+    ours = [r for r in train_runs if r.get("pyfunc_uri")]
+    assert ours, "no weakkernels model was logged as pyfunc"
+    rec = ours[0]
+    model = mlflow.pyfunc.load_model(rec["pyfunc_uri"])
+    data = np.load(root / "data/prepared" / f"{rec['dataset']}.npz")
+    pred = np.load(root / "results/predictions" / rec["predictions"])
+    X = data["X"][pred["test_idx"]]
+    import pandas as pd
+
+    out = model.predict(pd.DataFrame(X, columns=[f"x{i}" for i in range(X.shape[1])]))
+    np.testing.assert_allclose(out["score"].to_numpy(), pred["score_test"],
+                               rtol=1e-10, atol=1e-10)
+    np.testing.assert_array_equal(out["label"].to_numpy(), pred["pred_test"])
+    assert model.metadata.signature is not None
+
+
+def test_mlflow_run_benchmark_entry_point(project):
+    import mlflow
+
+    root, env = project["root"], dict(project["env"])
+    env["MLFLOW_TRACKING_URI"] = f"sqlite:///{root}/mlflow.db"
+    _run([sys.executable, "-m", "mlflow", "run", ".", "-e", "benchmark",
+          "-P", "dataset=g50c", "-P", "model=svc", "-P", "n_trials=2",
+          "-P", "seeds=1", "--env-manager", "local",
+          "--experiment-name", "wk-bench"], root, env)
+    mlflow.set_tracking_uri(env["MLFLOW_TRACKING_URI"])
+    exp = mlflow.get_experiment_by_name("wk-bench")
+    runs = mlflow.search_runs([exp.experiment_id], output_format="list")
+    top = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    assert len(top) == 1 and top[0].info.status == "FINISHED"
+    err = top[0].data.metrics["test_error_mean.nu500"]
+    assert 0.0 <= err <= 1.0
+    children = [r for r in runs if r.data.tags.get("level") == "seed"]
+    assert len(children) == 1
+    assert children[0].data.metrics["test_error"] == pytest.approx(err)
