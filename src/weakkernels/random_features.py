@@ -354,7 +354,7 @@ class FeatureSpec:
             r1 = min(n, r0 + rows)
             Z = buf[: (r1 - r0) * F].reshape(r1 - r0, F)
             np.matmul(X[r0:r1], W, out=Z)
-            cos_dot(Z, second, coefT, float(scale), out[r0:r1])
+            cos_dot(Z, second, coefT, float(scale) * self.norm, out[r0:r1])
 
     def decision(self, X, coefT: np.ndarray, n_blocks: int,
                  blocks_per_chunk: int | None = None) -> np.ndarray:

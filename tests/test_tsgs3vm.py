@@ -1,0 +1,400 @@
+"""TSGS3VM / FRS3VM: losses, unbiased gradient, naive reference, determinism,
+scikit-learn contract, bad input."""
+
+import io
+
+import numba
+import numpy as np
+import pytest
+from sklearn.svm import SVC
+from sklearn.utils.estimator_checks import parametrize_with_checks
+from tests._data import two_gaussians
+
+from weakkernels import FRS3VM, TSGS3VM, ModelFormatError, load
+from weakkernels._dsg import FunctionalModel, step_size
+from weakkernels.kernels import kernel_matrix
+from weakkernels.random_features import FeatureSpec, blas_single_thread
+from weakkernels.tsgs3vm import (
+    UNLABELED_LOSSES,
+    hinge_grad,
+    unlabeled_loss,
+    unlabeled_loss_grad,
+)
+
+FAST = dict(batch_size=32, block_size=16, max_iter=30, random_state=0)
+
+
+# ---------------------------------------------------------------- losses ----
+@pytest.mark.parametrize("name", UNLABELED_LOSSES)
+def test_unlabeled_loss_derivatives_by_finite_differences(name):
+    f = np.linspace(-2.2, 2.2, 441)
+    # stay away from the kinks (|f| = 1, f = +-s, f = 0) where only a
+    # subgradient exists
+    kinks = np.array([-1.0, 1.0, 0.0, 0.3, -0.3])
+    f = f[np.min(np.abs(f[:, None] - kinks[None, :]), axis=1) > 1e-3]
+    h = 1e-6
+    fd = (unlabeled_loss(name, f + h) - unlabeled_loss(name, f - h)) / (2 * h)
+    np.testing.assert_allclose(unlabeled_loss_grad(name, f), fd, atol=1e-5)
+
+
+def test_unlabeled_losses_are_symmetric_and_peak_at_zero():
+    f = np.linspace(-3, 3, 61)
+    for name in UNLABELED_LOSSES:
+        u = unlabeled_loss(name, f)
+        np.testing.assert_allclose(u, unlabeled_loss(name, -f))
+        assert u[30] == u.max() > u[-1]
+        # far from the boundary the loss is flat at its minimum (the symmetric
+        # ramp sits at the constant 1 - s there, paper 004 Eq. 1.11)
+        assert abs(u[-1] - u.min()) < 1e-6
+        assert abs(unlabeled_loss_grad(name, np.array([3.0]))[0]) < 1e-6
+
+
+def test_hinge_derivative_by_finite_differences():
+    z = np.array([-2.0, 0.3, 0.99, 1.01, 4.0])
+    h = 1e-7
+    fd = (np.maximum(0, 1 - (z + h)) - np.maximum(0, 1 - (z - h))) / (2 * h)
+    np.testing.assert_allclose(hinge_grad(z), fd, atol=1e-6)
+
+
+# ------------------------------------------------- unbiased gradient ----
+def test_triply_stochastic_gradient_is_unbiased():
+    """E_omega of one random-feature step equals the exact functional step.
+
+    One step from f = 0 with weights G gives f_1 = -gamma sum_i G_i phi(x_i) phi(.)
+    (paper 000 Eq. (5)-(7)); its expectation over the feature seed is
+    -gamma sum_i G_i k(x_i, .) (Eq. (4)). Averaged over 600 seeds of 32 features,
+    the standard error of each entry is about 0.01 * |G|_1; we allow 0.05.
+    """
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(6, 3))
+    Xs = rng.normal(size=(5, 3))
+    G = rng.normal(size=(6, 1))
+    gamma = 0.5
+    exact = -gamma * kernel_matrix(Xs, X, "rbf", 0.4) @ G
+    acc = np.zeros_like(exact)
+    n_seeds = 600
+    with blas_single_thread():
+        for seed in range(n_seeds):
+            spec = FeatureSpec("rbf", 0.4, 2, 1.0, 3, 32, seed, np.float64)
+            model = FunctionalModel(spec, 1, 10)
+            model.step(X, G, gamma, 0)
+            acc += model.evaluate(Xs)
+    assert np.abs(acc / n_seeds - exact).max() < 0.05 * np.abs(G).sum()
+
+
+# ------------------------------------------------- naive reference ----
+def naive_tsgs3vm(X, y, *, C, C_star, sigma, batch_size, block_size, T, eta0,
+                  balance, anneal, loss, seed):
+    """Slow, obvious NumPy version of Algorithm 1 (float64, explicit features)."""
+    labeled = y != -1
+    XL, XU, yl = X[labeled], X[~labeled], y[labeled]
+    classes = np.unique(yl)
+    Y = np.where(yl == classes[1], 1.0, -1.0)
+    r = Y.mean()
+    rng = np.random.Generator(np.random.Philox(key=seed))
+    spec = FeatureSpec("rbf", sigma, 2, 1.0, X.shape[1], block_size, seed, np.float64)
+    Ws, bs, alphas = [], [], []
+    m_l, m_u = min(batch_size, len(XL)), min(batch_size, len(XU))
+
+    def f_of(Z):
+        out = np.zeros(len(Z))
+        for W, b, a in zip(Ws, bs, alphas, strict=True):
+            out += (spec.norm * np.cos(Z @ W + b)) @ a
+        return out
+
+    for t in range(T):
+        il = rng.integers(0, len(XL), size=m_l)
+        iu = rng.integers(0, len(XU), size=m_u)
+        gL, gU = f_of(XL[il]), f_of(XU[iu])
+        bias = r - gU.mean() if balance else 0.0
+        cst = C_star * min(1.0, (t + 1) / (anneal * T)) if anneal > 0 else C_star
+        Gl = C / m_l * hinge_grad(Y[il] * (gL + bias)) * Y[il]
+        Gu = cst / m_u * unlabeled_loss_grad(loss, gU + bias)
+        gamma = step_size(1, eta0, t, T)
+        alphas = [(1 - gamma) * a for a in alphas]
+        W, b = spec.block(t)
+        phi = spec.norm * np.cos(np.vstack([XL[il], XU[iu]]) @ W + b)
+        Ws.append(W)
+        bs.append(b)
+        alphas.append(-gamma * phi.T @ np.concatenate([Gl, Gu]))
+    return np.concatenate(alphas)
+
+
+@pytest.mark.parametrize("balance,anneal,loss", [(True, 0.5, "shg"), (False, 0.0, "da")])
+def test_fit_matches_naive_reference_step_by_step(balance, anneal, loss):
+    X, y, _ = two_gaussians(n=120, d=4, n_labeled=10, seed=1)
+    kw = dict(C=3.0, C_star=2.0, sigma=0.3, batch_size=16, block_size=8, eta0=2.0,
+              balance=balance, anneal=anneal, unlabeled_loss=loss)
+    for T in (1, 2, 12):
+        est = TSGS3VM(max_iter=T, dtype="float64", random_state=7, **kw).fit(X, y)
+        ref = naive_tsgs3vm(X, y, T=T, seed=est.seed_, loss=loss,
+                            **{k: v for k, v in kw.items() if k != "unlabeled_loss"})
+        np.testing.assert_allclose(est.coef_[0], ref, rtol=1e-9, atol=1e-12)
+
+
+# ----------------------------------------------------------- accuracy ----
+def test_tsgs3vm_beats_supervised_svm_on_cluster_data():
+    X, y, yt = two_gaussians(n=600, d=10, n_labeled=10, sep=3.0, seed=2)
+    U = y == -1
+    svc = SVC(C=10, gamma=0.05).fit(X[~U], y[~U])
+    err_svc = np.mean(svc.predict(X[U]) != yt[U])
+    est = TSGS3VM(C=10, C_star=10, sigma=0.05, batch_size=64, n_passes=30,
+                  random_state=0).fit(X, y)
+    err = np.mean(est.predict(X[U]) != yt[U])
+    assert err < 0.12
+    assert err <= err_svc
+
+
+def test_multiclass_one_vs_rest_shares_features():
+    X, y, yt = two_gaussians(n=400, d=6, n_labeled=30, sep=6.0, seed=3, n_classes=3)
+    est = TSGS3VM(C=10, C_star=1, sigma=0.1, batch_size=64, n_passes=20,
+                  random_state=0).fit(X, y)
+    assert est.coef_.shape[0] == 3
+    assert list(est.classes_) == [0, 1, 2]
+    U = y == -1
+    assert np.mean(est.predict(X[U]) == yt[U]) > 0.8
+    P = est.predict_proba(X[:7])
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+
+
+def test_frs3vm_uses_sqrt_n_features_and_learns():
+    X, y, yt = two_gaussians(n=400, d=6, n_labeled=20, sep=3.0, seed=4)
+    est = FRS3VM(C=10, sigma=0.1, batch_size=64, random_state=0).fit(X, y)
+    assert est.coef_.shape[1] == 20  # ceil(sqrt(400))
+    U = y == -1
+    assert np.mean(est.predict(X[U]) == yt[U]) > 0.8
+
+
+def test_feature_budget_bounds_the_model():
+    X, y, _ = two_gaussians(n=300, d=5, n_labeled=20, seed=5)
+    est = TSGS3VM(max_features=64, block_size=16, batch_size=32, max_iter=40,
+                  random_state=0).fit(X, y)
+    assert est.coef_.shape[1] == 64 and est.n_blocks_ == 4 and est.n_iter_ == 40
+    with pytest.raises(ValueError, match="smaller than one block"):
+        TSGS3VM(max_features=8, block_size=16).fit(X, y)
+
+
+def test_callback_sees_a_usable_model():
+    X, y, _ = two_gaussians(n=200, d=5, n_labeled=20, seed=6)
+    seen = []
+
+    def cb(est, n_iter):
+        seen.append((n_iter, est.decision_function(X[:3]).shape))
+
+    TSGS3VM(callback=cb, callback_every=5, **FAST).fit(X, y)
+    assert seen == [(k, (3,)) for k in range(5, 31, 5)]
+
+
+def test_predict_proba_is_calibrated_on_labeled_points():
+    X, y, yt = two_gaussians(n=400, d=5, n_labeled=40, sep=3.0, seed=8)
+    est = TSGS3VM(C=10, C_star=1, sigma=0.1, n_passes=10, batch_size=64,
+                  random_state=0).fit(X, y)
+    P = est.predict_proba(X)
+    assert P.shape == (400, 2) and np.all((P >= 0) & (P <= 1))
+    # probabilities order points as the decision function does
+    f = est.decision_function(X)
+    assert np.all(np.diff(P[np.argsort(f), 1]) >= -1e-12)
+    assert np.mean((P[:, 1] > 0.5) == (f > 0)) > 0.95
+
+
+# -------------------------------------------------------- determinism ----
+@pytest.mark.parametrize("Est", [TSGS3VM, FRS3VM])
+def test_bit_for_bit_determinism_save_load_and_threads(Est, tmp_path):
+    X, y, _ = two_gaussians(n=300, d=6, n_labeled=20, seed=9)
+    kw = dict(batch_size=32, max_iter=25, random_state=3)
+    a = Est(**kw).fit(X, y)
+    b = Est(**kw).fit(X, y)
+    assert a.to_bytes() == b.to_bytes()
+    path = tmp_path / "model.wk"
+    a.save(path)
+    c = load(path)
+    assert type(c) is Est
+    np.testing.assert_array_equal(a.decision_function(X), c.decision_function(X))
+    assert c.to_bytes() == a.to_bytes()
+    old = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = Est(**kw).fit(X, y)
+        f1 = one.decision_function(X)
+        numba.set_num_threads(2)
+        f2 = one.decision_function(X)
+    finally:
+        numba.set_num_threads(old)
+    assert one.to_bytes() == a.to_bytes()
+    np.testing.assert_array_equal(f1, f2)
+
+
+def test_model_file_is_seed_based_and_small():
+    X, y, _ = two_gaussians(n=300, d=50, n_labeled=20, seed=10)
+    est = TSGS3VM(block_size=16, batch_size=32, max_iter=20, random_state=0).fit(X, y)
+    size = len(est.to_bytes())
+    # 320 float32 coefficients + metadata; a stored 50 x 320 feature matrix
+    # alone would be 64 kB.
+    assert size < 8000
+
+
+def test_corrupt_and_wrong_version_model_files(tmp_path):
+    X, y, _ = two_gaussians(n=200, d=4, n_labeled=20, seed=11)
+    payload = TSGS3VM(**FAST).fit(X, y).to_bytes()
+    with pytest.raises(ModelFormatError):
+        TSGS3VM.from_bytes(payload[: len(payload) // 2])
+    with pytest.raises(ModelFormatError):
+        TSGS3VM.from_bytes(b"not a zip file at all")
+    import zipfile
+
+    def rewrite(payload, edit):
+        out = io.BytesIO()
+        with zipfile.ZipFile(io.BytesIO(payload)) as zin, \
+                zipfile.ZipFile(out, "w") as zout:
+            for name in zin.namelist():
+                zout.writestr(name, edit(name, zin.read(name)))
+        return out.getvalue()
+
+    tampered = rewrite(payload, lambda n, d: d.replace(
+        b'"format_version": 1', b'"format_version": 9') if n == "meta.json" else d)
+    with pytest.raises(ModelFormatError, match="format_version"):
+        TSGS3VM.from_bytes(tampered)
+    with pytest.raises(ModelFormatError, match="TSGS3VM"):
+        FRS3VM.from_bytes(payload)
+    # loading never unpickles: a pickled object array is refused
+    obj = io.BytesIO()
+    np.save(obj, np.array([object()], dtype=object), allow_pickle=True)
+    evil = rewrite(payload, lambda n, d: obj.getvalue() if n == "coef.npy" else d)
+    with pytest.raises(ModelFormatError):
+        TSGS3VM.from_bytes(evil)
+
+
+# ---------------------------------------------------------- bad input ----
+@pytest.mark.parametrize(
+    "mutate,match",
+    [
+        (lambda X, y: (np.where(np.arange(X.size).reshape(X.shape) == 3, np.nan, X), y),
+         "NaN"),
+        (lambda X, y: (np.where(np.arange(X.size).reshape(X.shape) == 3, np.inf, X), y),
+         "infinity"),
+        (lambda X, y: (X[:0], y[:0]), "0 sample"),
+        (lambda X, y: (X, np.where(y == -1, -1, 0)), "one class"),
+        (lambda X, y: (X, np.where(y == -1, 0, y)), "No unlabeled"),
+        (lambda X, y: (X, np.full_like(y, -1)), "No labeled"),
+        (lambda X, y: (X.astype(str).astype(object) + "x", y), "could not convert|numeric"),
+        (lambda X, y: (X, y[:-1]), "inconsistent numbers of samples"),
+        (lambda X, y: (X, np.where(y == -1, -1, y + 0.5)), "Unknown label type"),
+    ],
+)
+def test_bad_fit_input_gives_clear_errors(mutate, match):
+    X, y, _ = two_gaussians(n=100, d=4, n_labeled=10, seed=12)
+    Xb, yb = mutate(X, y)
+    with pytest.raises(ValueError, match=match):
+        TSGS3VM(**FAST).fit(Xb, yb)
+
+
+def test_sparse_input_is_refused_clearly():
+    import scipy.sparse as sp
+
+    X, y, _ = two_gaussians(n=100, d=4, n_labeled=10, seed=12)
+    with pytest.raises(TypeError, match="[Ss]parse"):
+        TSGS3VM(**FAST).fit(sp.csr_matrix(X), y)
+
+
+@pytest.mark.parametrize(
+    "params,match",
+    [
+        (dict(sigma=0.0), "sigma"),
+        (dict(sigma=-1.0), "sigma"),
+        (dict(C=0.0), "'C'"),
+        (dict(batch_size=0), "batch_size"),
+        (dict(eta0=-1.0), "eta0"),
+        (dict(unlabeled_loss="nope"), "unlabeled_loss"),
+        (dict(learning_rate="constant", eta0=1e3), "eta0"),
+    ],
+)
+def test_bad_hyper_parameters_are_named(params, match):
+    X, y, _ = two_gaussians(n=100, d=4, n_labeled=10, seed=12)
+    kw = {**FAST, **params}
+    with pytest.raises(ValueError, match=match):
+        TSGS3VM(**kw).fit(X, y)
+
+
+def test_wrong_feature_count_at_predict():
+    X, y, _ = two_gaussians(n=100, d=4, n_labeled=10, seed=12)
+    est = TSGS3VM(**FAST).fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        est.predict(X[:, :3])
+
+
+@pytest.mark.parametrize(
+    "params", [dict(sigma=1e6), dict(C=1e9, C_star=1e9), dict(eta0=1e3)]
+)
+def test_extreme_hyper_parameters_never_give_a_silent_nan_model(params):
+    X, y, _ = two_gaussians(n=200, d=4, n_labeled=20, seed=13)
+    try:
+        est = TSGS3VM(**{**FAST, **params}).fit(X, y)
+    except FloatingPointError as exc:
+        assert "eta0" in str(exc) or "C" in str(exc)
+    else:
+        assert np.all(np.isfinite(est.decision_function(X)))
+
+
+# ------------------------------------------------- scikit-learn checks ----
+# Our semi-supervised estimators need unlabeled samples (y == -1) by design; the
+# common checks fit on fully labeled data, so every check that fits a
+# classifier on such data is an expected failure with that reason. The checks
+# that run still cover construction, params, cloning and validation.
+NEEDS_UNLABELED = "requires unlabeled samples (y == -1); the check passes none"
+S3VM_EXPECTED = {
+    name: NEEDS_UNLABELED
+    for name in [
+        "XFAIL tests/test_tsgs3vm.py::test_sklearn_compatible[FRS3VM(batch_size=16,max_iter=5,n_components=16,random_state=0)-check_classifiers_train(readonly_memmap=True)] - requires unlabeled samples (y == -1); the check passes none",
+        "XFAIL tests/test_tsgs3vm.py::test_sklearn_compatible[FRS3VM(batch_size=16,max_iter=5,n_components=16,random_state=0)-check_classifiers_train(readonly_memmap=True,X_dtype=float32)] - requires unlabeled samples (y == -1); the check passes none",
+        "XFAIL tests/test_tsgs3vm.py::test_sklearn_compatible[FRS3VM(batch_size=16,max_iter=5,n_components=16,random_state=0)-check_estimators_pickle(readonly_memmap=True)] - requires unlabeled samples (y == -1); the check passes none",
+        "XFAIL tests/test_tsgs3vm.py::test_sklearn_compatible[TSGS3VM(batch_size=16,block_size=8,max_iter=5,random_state=0)-check_classifiers_train(readonly_memmap=True)] - requires unlabeled samples (y == -1); the check passes none",
+        "XFAIL tests/test_tsgs3vm.py::test_sklearn_compatible[TSGS3VM(batch_size=16,block_size=8,max_iter=5,random_state=0)-check_classifiers_train(readonly_memmap=True,X_dtype=float32)] - requires unlabeled samples (y == -1); the check passes none",
+        "XFAIL tests/test_tsgs3vm.py::test_sklearn_compatible[TSGS3VM(batch_size=16,block_size=8,max_iter=5,random_state=0)-check_estimators_pickle(readonly_memmap=True)] - requires unlabeled samples (y == -1); the check passes none",
+        "check_classifier_data_not_an_array",
+        "check_classifiers_classes",
+        "check_classifiers_train",
+        "check_decision_proba_consistency",
+        "check_dict_unchanged",
+        "check_dont_overwrite_parameters",
+        "check_dtype_object",
+        "check_estimators_dtypes",
+        "check_estimators_fit_returns_self",
+        "check_estimators_nan_inf",
+        "check_estimators_overwrite_params",
+        "check_estimators_pickle",
+        "check_f_contiguous_array_estimator",
+        "check_fit2d_1feature",
+        "check_fit2d_predict1d",
+        "check_fit_check_is_fitted",
+        "check_fit_idempotent",
+        "check_fit_score_takes_y",
+        "check_methods_sample_order_invariance",
+        "check_methods_subset_invariance",
+        "check_n_features_in",
+        "check_n_features_in_after_fitting",
+        "check_non_transformer_estimators_n_iter",
+        "check_pipeline_consistency",
+        "check_positive_only_tag_during_fit",
+        "check_readonly_memmap_input",
+        "check_supervised_y_2d",
+    ]
+}
+
+
+def _expected(est):
+    from weakkernels.random_features import RandomFeatures
+
+    if isinstance(est, RandomFeatures):
+        return {}
+    return S3VM_EXPECTED
+
+
+@parametrize_with_checks(
+    [
+        TSGS3VM(batch_size=16, block_size=8, max_iter=5, random_state=0),
+        FRS3VM(batch_size=16, n_components=16, max_iter=5, random_state=0),
+    ],
+    expected_failed_checks=_expected,
+)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
