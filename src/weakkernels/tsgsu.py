@@ -1,0 +1,884 @@
+"""TSGSU: similar-unlabeled (SU) classification by triply stochastic gradients.
+
+Shi, Gu, Li, Deng, Huang, *Triply stochastic gradient method for large-scale
+nonlinear similar unlabeled classification*, Machine Learning 110 (2021) -- paper
+002 -- built on Bao, Niu, Sugiyama, *Classification from Pairwise Similarity and
+Unlabeled Data*, ICML 2018 (Bao et al.) and the consistent risk correction of Lu,
+Zhang, Niu, Sugiyama, AISTATS 2020 (Lu et al.).
+
+Data: similar pairs ``(x, x')`` drawn from ``p_S(x, x') = (pi+^2 p+(x) p+(x') +
+pi-^2 p-(x) p-(x')) / pi_S`` with ``pi_S = pi+^2 + pi-^2`` (paper 002 Eq. 2) and
+unlabeled points from ``p(x) = pi+ p+(x) + pi- p-(x)``. Marginalizing the pairs
+(Eq. 5-6) each pair point is a draw from ``p~_S = (pi+^2 p+ + pi-^2 p-) / pi_S``.
+
+Risk (paper 002 Eq. 6-7 = Bao et al. Theorem 1), with ``a = 1 / (2 pi+ - 1)``::
+
+    R(f) = pi_S E_S[L~(f(x))] + E_U[L-(f(x))]
+    L~(z) = a (l(z, +1) - l(z, -1)),   L-(z) = a (-pi- l(z, +1) + pi+ l(z, -1)).
+
+Regrouped by the label the loss is evaluated at, it is the sum of two partial
+risks that are non-negative in expectation (Lu et al. Eq. 9, SU as a special
+case of UU learning)::
+
+    R+(f) = a (pi_S E_S[l(f, +1)] - pi- E_U[l(f, +1)])   (= pi+ E+[l(f, +1)])
+    R-(f) = a (pi+ E_U[l(f, -1)] - pi_S E_S[l(f, -1)])   (= pi- E-[l(f, -1)])
+
+The empirical partial risks go negative with a flexible model (over-fitting);
+the corrected risk (paper 002 Eq. 8, Lu et al. Eq. 10) is ``delta(R+) + delta(R-)``
+with a consistent correction function ``delta`` (absolute value or ReLU; "none" is
+the identity, i.e. Eq. 7). TSGSU minimizes ``J(f) = Rhat_delta(f) + lam/2
+||f||_H^2`` (Eq. 9) with the functional gradient (Eq. 17)::
+
+    grad J = sum_{x in S} g_S(x) k(x, .) + sum_{x in U} g_U(x) k(x, .) + lam f,
+
+estimated per iteration on a minibatch of pair points, a minibatch of unlabeled
+points and a seeded block of random features (Eq. 18-19: the three sources of
+randomness), and the update ``f <- (1 - eta lam) f - eta zeta`` (Eq. 22-23,
+``a_t^i = eta_i prod_{j>i} (1 - eta_j lam)``).
+
+The class prior ``pi+`` is given, or estimated from the SU data (paper 002 Sec.
+3.3; see :func:`estimate_class_prior` for the estimator and why it differs from
+the paper's sketch). Baselines of paper 002 Sec. 6: :class:`SUSL` (Bao et al.'s
+closed-form squared-loss solution) and :class:`CUU` (Lu et al.'s minibatch SGD
+on kernel basis functions).
+
+Argument layout shared by all estimators here: ``fit(X, y)`` with ``y == 1`` on
+similar-pair rows (each pair is two consecutive rows) and ``y == -1`` on
+unlabeled rows; ``predict`` returns 0/1 with 1 the class whose prior is ``prior``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.linear_model import LogisticRegression
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from weakkernels._artifact import ArtifactMixin, register
+from weakkernels._dsg import FunctionalModel
+from weakkernels._validation import check_divergence, validate_predict
+from weakkernels.kernels import RANDOM_FEATURE_KERNELS, kernel_matrix
+from weakkernels.random_features import (
+    FeatureSpec,
+    blas_single_thread,
+    seed_from_random_state,
+)
+
+LOSSES = ("squared", "double_hinge")
+CORRECTIONS = ("abs", "relu", "none")
+# eta_t schedules of TSGSU (integer codes, as sklearn's SGD does):
+# "constant" = eta0 / sqrt(T), the fixed step theta / sqrt(T) of paper 002
+# Theorem 1; "invscaling" = eta0 / sqrt(t + 1).
+SU_SCHEDULES = {"constant": 0, "invscaling": 1}
+
+SIMILAR, UNLABELED = 1, -1
+
+# With prior="auto" the estimate is clipped into this range: the risk carries a
+# factor 1 / (2 pi+ - 1), which explodes as the estimate approaches 1/2.
+_AUTO_PRIOR_RANGE = (0.55, 0.99)
+
+
+# ---------------------------------------------------------------------------
+# Losses, correction functions and the SU risk (paper 002 Eq. 6-8, 17)
+# ---------------------------------------------------------------------------
+def su_loss(name: str, z: np.ndarray, t: float) -> np.ndarray:
+    """Margin losses ``l(z, t)`` of paper 002 Sec. 6 (from Bao et al. Sec. 3.3).
+
+    * ``"squared"``: ``l(z, t) = (z t - 1)^2 / 4``;
+    * ``"double_hinge"``: ``l(z, t) = max(-z t, max(0, 1/2 - z t / 2))``.
+
+    Both satisfy ``l(z, +1) - l(z, -1) = -z``, which makes the uncorrected SU
+    risk (Eq. 7) convex (Bao et al. Theorem 4).
+    """
+    m = np.asarray(z, dtype=np.float64) * t
+    if name == "squared":
+        return 0.25 * (m - 1.0) ** 2
+    if name == "double_hinge":
+        return np.maximum(-m, np.maximum(0.0, 0.5 - 0.5 * m))
+    raise ValueError(f"unknown loss {name!r}; expected one of {list(LOSSES)}")
+
+
+def su_loss_grad(name: str, z: np.ndarray, t: float) -> np.ndarray:
+    """``dl(z, t)/dz`` of :func:`su_loss` (double hinge: the left derivative at
+    the kinks ``z t = -1`` and ``z t = 1``)."""
+    m = np.asarray(z, dtype=np.float64) * t
+    if name == "squared":
+        return 0.5 * t * (m - 1.0)
+    if name == "double_hinge":
+        return t * np.where(m <= -1.0, -1.0, np.where(m <= 1.0, -0.5, 0.0))
+    raise ValueError(f"unknown loss {name!r}; expected one of {list(LOSSES)}")
+
+
+def correction(name: str, r: float) -> float:
+    """Consistent correction function ``delta`` (Lu et al. 2020; paper 002 Eq. 8):
+    ``"abs"`` ``|r|``, ``"relu"`` ``max(0, r)``, ``"none"`` ``r``."""
+    if name == "abs":
+        return abs(r)
+    if name == "relu":
+        return max(0.0, r)
+    if name == "none":
+        return r
+    raise ValueError(f"unknown correction {name!r}")
+
+
+def correction_grad(name: str, r: float) -> float:
+    """``delta'(r)``; at ``r = 0`` the right derivative (1 for abs and ReLU), so
+    a partial risk sitting at zero is still minimized."""
+    if name == "abs":
+        return 1.0 if r >= 0 else -1.0
+    if name == "relu":
+        return 1.0 if r >= 0 else 0.0
+    if name == "none":
+        return 1.0
+    raise ValueError(f"unknown correction {name!r}")
+
+
+def class_prior_terms(prior: float) -> tuple[float, float]:
+    """``(pi_S, a)`` with ``pi_S = pi+^2 + pi-^2`` (Eq. 2) and ``a = 1/(2 pi+ - 1)``."""
+    prior = float(prior)
+    if not 0.0 < prior < 1.0:
+        raise ValueError(f"prior must be in (0, 1); got {prior}.")
+    if prior == 0.5:
+        raise ValueError(
+            "prior=0.5 makes the SU risk undefined (it divides by 2*prior - 1): "
+            "with balanced classes similar pairs cannot tell the classes apart."
+        )
+    return prior**2 + (1.0 - prior) ** 2, 1.0 / (2.0 * prior - 1.0)
+
+
+def su_partial_risks(fS, fU, prior: float, loss: str) -> tuple[float, float]:
+    """Empirical partial risks ``(R+, R-)`` of the SU risk (module docstring;
+    paper 002 Eq. 7 split as in Lu et al. Eq. 9). ``fS`` are the values of ``f``
+    at the pair points (both points of every pair, Eq. 6), ``fU`` at the
+    unlabeled points."""
+    pi_S, a = class_prior_terms(prior)
+    pi_m = 1.0 - prior
+    r_pos = a * (
+        pi_S * su_loss(loss, fS, 1.0).mean() - pi_m * su_loss(loss, fU, 1.0).mean()
+    )
+    r_neg = a * (
+        prior * su_loss(loss, fU, -1.0).mean() - pi_S * su_loss(loss, fS, -1.0).mean()
+    )
+    return float(r_pos), float(r_neg)
+
+
+def su_risk(fS, fU, prior: float, loss: str, correction_name: str = "abs") -> float:
+    """Corrected empirical SU risk ``delta(R+) + delta(R-)`` (paper 002 Eq. 8;
+    with ``"none"`` the unbiased risk of Eq. 7)."""
+    r_pos, r_neg = su_partial_risks(fS, fU, prior, loss)
+    return correction(correction_name, r_pos) + correction(correction_name, r_neg)
+
+
+def su_risk_gradient(
+    fS, fU, prior: float, loss: str, correction_name: str = "abs"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Derivatives of :func:`su_risk` with respect to every ``f(x_i)``.
+
+    Returns ``(gS, gU)`` such that the functional gradient of the risk is
+    ``sum_i gS[i] k(xS_i, .) + sum_j gU[j] k(xU_j, .)`` -- paper 002 Eq. (17)
+    without the ``lam f`` term. On a minibatch this is the stochastic gradient
+    of Eq. (18); with ``correction_name="none"`` it is an unbiased estimate of
+    Eq. (17). With a correction the factor ``delta'`` is evaluated at the
+    minibatch partial risks (Lu et al.'s minibatch rule), so the estimate is
+    unbiased only given the signs of the partial risks.
+    """
+    fS = np.asarray(fS, dtype=np.float64)
+    fU = np.asarray(fU, dtype=np.float64)
+    pi_S, a = class_prior_terms(prior)
+    pi_m = 1.0 - prior
+    r_pos, r_neg = su_partial_risks(fS, fU, prior, loss)
+    d_pos = correction_grad(correction_name, r_pos)
+    d_neg = correction_grad(correction_name, r_neg)
+    lpS, lnS = su_loss_grad(loss, fS, 1.0), su_loss_grad(loss, fS, -1.0)
+    lpU, lnU = su_loss_grad(loss, fU, 1.0), su_loss_grad(loss, fU, -1.0)
+    gS = a * pi_S * (d_pos * lpS - d_neg * lnS) / fS.size
+    gU = a * (-d_pos * pi_m * lpU + d_neg * prior * lnU) / fU.size
+    return gS, gU
+
+
+# ---------------------------------------------------------------------------
+# Input layout and class-prior estimation (paper 002 Sec. 3.3)
+# ---------------------------------------------------------------------------
+def split_su(y) -> tuple[np.ndarray, np.ndarray]:
+    """Check the SU label layout and return the masks ``(similar, unlabeled)``.
+
+    ``y == 1`` marks similar-pair rows, each pair two consecutive rows;
+    ``y == -1`` marks unlabeled rows. Raises ``ValueError`` ("malformed pairs")
+    for other labels or a run of pair rows of odd length, and when there are no
+    pairs or no unlabeled points.
+    """
+    y = np.asarray(y)
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        raise ValueError("y contains NaN or infinity.")
+    if y.dtype.kind not in "iufb":
+        raise ValueError(
+            "malformed pairs: y must be numeric, 1 on similar-pair rows and -1 on "
+            f"unlabeled rows; got dtype {y.dtype}."
+        )
+    bad = (y != SIMILAR) & (y != UNLABELED)
+    if bad.any():
+        raise ValueError(
+            "malformed pairs: y must be 1 (similar-pair rows, two consecutive rows "
+            "per pair) or -1 (unlabeled rows); found "
+            f"{np.unique(y[bad])[:5].tolist()}."
+        )
+    sim = y == SIMILAR
+    if not sim.any():
+        raise ValueError("No similar pairs: no row has y == 1.")
+    if sim.all():
+        raise ValueError("No unlabeled points: mark them with y == -1.")
+    # Runs of consecutive pair rows must have even length: a pair never straddles
+    # an unlabeled row.
+    edges = np.diff(np.concatenate([[0], sim.astype(np.int8), [0]]))
+    run_lengths = np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)
+    if np.any(run_lengths % 2):
+        raise ValueError(
+            "malformed pairs: similar-pair rows (y == 1) must come as consecutive "
+            f"pairs; found a run of {int(run_lengths[run_lengths % 2 == 1][0])} rows "
+            f"({int(sim.sum())} pair rows in total)."
+        )
+    return sim, ~sim
+
+
+def prior_from_mixture_proportion(kappa: float) -> float:
+    """Minority class prior from ``kappa = inf_x p~_S(x) / p(x)``.
+
+    ``p~_S(x) / p(x) = (pi- + (pi+ - pi-) eta(x)) / pi_S`` with ``eta`` the
+    positive posterior, so where only the minority class lives the ratio is
+    ``pi_min / pi_S = pi_min / (pi_min^2 + (1 - pi_min)^2)``, increasing on
+    (0, 1/2]; this solves ``kappa (2 p^2 - 2 p + 1) = p`` for ``p``.
+    """
+    k = float(np.clip(kappa, 1e-12, 1.0))
+    b = 2.0 * k + 1.0
+    disc = max(b * b - 8.0 * k * k, 0.0)
+    return float((b - math.sqrt(disc)) / (4.0 * k))
+
+
+def estimate_class_prior(
+    XS,
+    XU,
+    *,
+    kernel: str = "rbf",
+    sigma: float = 1.0,
+    degree: int = 2,
+    coef0: float = 1.0,
+    n_components: int = 512,
+    max_samples: int = 10000,
+    random_state=None,
+) -> dict:
+    """Estimate the class prior from similar pairs and unlabeled data.
+
+    Paper 002 Sec. 3.3 writes ``p = pi_S p~_S + pi_D p~_D`` and proposes a
+    mixture-proportion estimator (MPE) of ``p~_S`` in ``p``. That MPE does not
+    return ``pi_S``: ``p~_D = (p+ + p-)/2`` itself contains a multiple of ``p~_S``
+    (the mixture is not irreducible), and for separable classes it returns
+    ``pi_S / pi_max``, which is not even monotone in ``pi+`` (it equals 0.83 for
+    both pi+ = 0.7 and 0.714). We estimate the proportion in the other direction,
+    which is identifiable:
+
+    ``kappa = inf_x p~_S(x) / p(x) = pi_min / pi_S``
+
+    (attained where only the minority class lives -- the usual anchor-set
+    assumption of MPE, Scott 2015), and get ``pi_min`` from
+    :func:`prior_from_mixture_proportion`, then ``pi+ = 1 - pi_min`` (paper 002
+    Sec. 3.3 also takes the positive class to be the majority) and ``pi_S =
+    pi+^2 + pi-^2``.
+
+    Estimator (classifier-based MPE, Blanchard et al. 2010 / Scott 2015): a
+    kernel logistic regression (seeded random features + L2 logistic regression)
+    separates pair points from unlabeled points; its held-out scores (2-fold
+    cross-fitting) order the points by ``p~_S / p``. Over the sets ``A_q = {score
+    <= q-quantile of the unlabeled scores}``, ``q >= max(0.02, 100 / n_U)``, we
+    pick the set minimizing an upper confidence bound of ``P_S(A) / P_U(A)``
+    (binomial standard error, 2 sigma) -- the bound keeps tiny, noisy sets from
+    winning by chance -- and return the plain ratio on that set.
+
+    Returns a dict with ``prior`` (positive = majority class), ``pi_S``,
+    ``kappa``, ``q`` (the chosen set's fraction of unlabeled points).
+    """
+    from weakkernels.random_features import RandomFeatures
+
+    seed = seed_from_random_state(random_state)
+    rng = np.random.Generator(np.random.Philox(key=seed))
+    XS = np.asarray(XS, dtype=np.float64)
+    XU = np.asarray(XU, dtype=np.float64)
+    if XS.shape[0] > max_samples:
+        XS = XS[np.sort(rng.choice(XS.shape[0], max_samples, replace=False))]
+    if XU.shape[0] > max_samples:
+        XU = XU[np.sort(rng.choice(XU.shape[0], max_samples, replace=False))]
+    nS, nU = XS.shape[0], XU.shape[0]
+    X = np.concatenate([XS, XU])
+    s = np.concatenate([np.ones(nS), np.zeros(nU)])
+    rf = RandomFeatures(
+        kernel=kernel, sigma=sigma, degree=degree, coef0=coef0,
+        n_components=n_components, dtype="float64", random_state=seed,
+    ).fit(X)
+    Z = rf.transform(X)
+    fold = rng.integers(0, 2, size=X.shape[0])
+    score = np.empty(X.shape[0])
+    for k in (0, 1):
+        tr, te = fold != k, fold == k
+        # Balanced class weights: the score only needs to rank by p~_S / p.
+        clf = LogisticRegression(C=1.0, max_iter=500, class_weight="balanced")
+        clf.fit(Z[tr], s[tr])
+        score[te] = clf.decision_function(Z[te])
+    sS, sU = np.sort(score[:nS]), np.sort(score[nS:])
+    q_min = max(0.02, 100.0 / nU)
+    qs = np.linspace(q_min, 1.0, 200)
+    tau = np.quantile(sU, qs)
+    pU = np.searchsorted(sU, tau, side="right") / nU
+    pS = np.searchsorted(sS, tau, side="right") / nS
+    ratio = pS / pU
+    se = np.sqrt(pS * (1 - pS) / nS + 1.0 / nS**2) / pU
+    best = int(np.argmin(ratio + 2.0 * se))
+    kappa = float(min(ratio[best], 1.0))
+    pi_min = prior_from_mixture_proportion(kappa)
+    prior = 1.0 - pi_min
+    return {
+        "prior": prior,
+        "pi_S": prior**2 + pi_min**2,
+        "kappa": kappa,
+        "q": float(pU[best]),
+    }
+
+
+# ---------------------------------------------------------------------------
+# Shared estimator plumbing
+# ---------------------------------------------------------------------------
+def _prior_matched_offset(f: np.ndarray, slope: float, prior: float) -> float:
+    """``B`` with ``mean(sigmoid(slope f + B)) = prior`` (bisection; the mean is
+    increasing in ``B``)."""
+    lo, hi = -50.0 - slope * float(np.max(f)), 50.0 - slope * float(np.min(f))
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if np.mean(1.0 / (1.0 + np.exp(-(slope * f + mid)))) < prior:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+_PRIOR = [Interval(Real, 0, 1, closed="neither"), StrOptions({"auto"})]
+
+
+class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
+    """Validation, prior handling, prediction and calibration shared by TSGSU,
+    CUU and SUSL. Subclasses implement ``_fit_su(XS, XU, seed)`` and
+    ``_raw_decision(X)`` and their ``_state``/``_set_state``."""
+
+    # Slope of the probability link: the squared loss l(z, t) = (z t - 1)^2 / 4 is
+    # minimized by f = 2 eta - 1, whose logit has slope 2 at f = 0.
+    _PROBA_SLOPE = 2.0
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit on similar pairs and unlabeled points.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            ``1`` on similar-pair rows -- each pair is two consecutive rows, so
+            the pair rows come in runs of even length -- and ``-1`` on unlabeled
+            rows (scikit-learn's unlabeled marker). Anything else raises
+            ``ValueError`` ("malformed pairs").
+        """
+        X, y = validate_data(
+            self, X, y, accept_sparse=False, dtype=np.float64,
+            ensure_all_finite=True, y_numeric=False, reset=True,
+        )
+        sim, unl = split_su(y)
+        self.classes_ = np.array([0, 1])
+        seed = seed_from_random_state(self.random_state)
+        self.seed_ = seed
+        XS = np.ascontiguousarray(X[sim])
+        XU = np.ascontiguousarray(X[unl])
+        if isinstance(self.prior, str):  # "auto": paper 002 Sec. 3.3
+            est = estimate_class_prior(
+                XS, XU, kernel=getattr(self, "kernel", "rbf"), sigma=self.sigma,
+                degree=getattr(self, "degree", 2), coef0=getattr(self, "coef0", 1.0),
+                random_state=seed,
+            )
+            lo, hi = _AUTO_PRIOR_RANGE
+            prior = float(np.clip(est["prior"], lo, hi))
+            if prior != est["prior"]:
+                warnings.warn(
+                    f"estimated class prior {est['prior']:.3f} clipped to "
+                    f"{prior:.3f} (the SU risk divides by 2*prior - 1).",
+                    stacklevel=2,
+                )
+            self.prior_estimate_ = est
+        else:
+            prior = float(self.prior)
+        self.pi_S_, _ = class_prior_terms(prior)  # rejects prior 0.5
+        self.prior_ = prior
+        self._fit_su(XS, XU, seed)
+        self._calibrate(XU, seed)
+        return self
+
+    def _calibrate(self, XU, seed):
+        """Prior-matched sigmoid for ``predict_proba``.
+
+        SU data has no labeled points, so Platt scaling has nothing to fit on.
+        We use ``P(y=1|x) = sigmoid(2 f(x) + B)``: slope 2 is the squared-loss
+        link (``f = 2 eta - 1``) at the boundary, and ``B`` makes the mean
+        predicted positive probability on (up to 4096 seeded) unlabeled training
+        points equal ``prior_`` -- the only calibration target SU data supports.
+        """
+        n = min(XU.shape[0], 4096)
+        idx = np.random.Generator(np.random.Philox(key=seed + 1)).choice(
+            XU.shape[0], size=n, replace=False
+        )
+        f = self._raw_decision(XU[np.sort(idx)])
+        self.calibration_ = np.array(
+            [self._PROBA_SLOPE, _prior_matched_offset(f, self._PROBA_SLOPE,
+                                                      self.prior_)]
+        )
+
+    def decision_function(self, X):
+        """Decision values ``f(x)``; positive means class 1 (the class whose
+        prior is ``prior_``)."""
+        check_is_fitted(self)
+        X = validate_predict(self, X)
+        return self._raw_decision(X)
+
+    def predict(self, X):
+        """Class 1 (the class of prior ``prior_``) where ``f(x) > 0``, else 0."""
+        return (self.decision_function(X) > 0).astype(np.int64)
+
+    def predict_proba(self, X):
+        """``[P(y=0|x), P(y=1|x)]`` by the prior-matched sigmoid (see
+        ``_calibrate``): their mean over the unlabeled training points is
+        ``[1 - prior_, prior_]``."""
+        f = self.decision_function(X)
+        A, B = self.calibration_
+        p = np.exp(-np.logaddexp(0.0, -(A * f + B)))
+        return np.column_stack([1.0 - p, p])
+
+    def _artifact_state(self):
+        meta, arrays = self._state()
+        meta.update(
+            prior=self.prior_, pi_S=self.pi_S_, seed=self.seed_,
+            n_features_in=self.n_features_in_,
+        )
+        arrays.update(classes=self.classes_, calibration=self.calibration_)
+        return meta, arrays
+
+    def _set_artifact_state(self, meta, arrays):
+        self.prior_ = float(meta["prior"])
+        self.pi_S_ = float(meta["pi_S"])
+        self.seed_ = int(meta["seed"])
+        self.n_features_in_ = int(meta["n_features_in"])
+        self.classes_ = arrays["classes"]
+        self.calibration_ = arrays["calibration"]
+        self._set_state(meta, arrays)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        return tags
+
+
+# ---------------------------------------------------------------------------
+# TSGSU (paper 002 Algorithms 1-2)
+# ---------------------------------------------------------------------------
+@register
+class TSGSU(_SUBase):
+    """SU classification by triply stochastic functional gradients (paper 002).
+
+    Minimizes ``delta(R+) + delta(R-) + lam/2 ||f||_H^2`` (Eq. 8-9; see the module
+    docstring). Each iteration samples ``batch_size`` pair points and
+    ``batch_size`` unlabeled points and a fresh block of ``block_size`` random
+    features generated from ``(seed, iteration)``, computes the minibatch
+    functional gradient (Eq. 18-19, :func:`su_risk_gradient`) and applies
+    ``f <- (1 - eta_t lam) f - eta_t zeta_t`` (Eq. 22-23, Algorithm 1).
+    Prediction regenerates the features from their seeds (Algorithm 2).
+
+    ``fit(X, y)``: ``y == 1`` on similar-pair rows (two consecutive rows per
+    pair), ``y == -1`` on unlabeled rows. ``predict`` returns 1 for the class
+    whose prior is ``prior`` and 0 for the other.
+
+    Parameters
+    ----------
+    prior : float in (0, 1) except 0.5, or "auto", default=0.7
+        Class prior ``pi+`` of the class predicted as 1. SU data identifies the
+        classes only through their priors, so this choice names the positive
+        class. ``"auto"`` estimates it (:func:`estimate_class_prior`); the class
+        1 is then the majority class (paper 002 Sec. 3.3).
+    loss : {"squared", "double_hinge"}, default="squared"
+    correction : {"abs", "relu", "none"}, default="abs"
+        Consistent correction function of the partial risks (paper 002 uses the
+        absolute value; "none" is the unbiased risk of Eq. 7).
+    kernel : {"rbf", "laplacian", "poly"}, default="rbf"
+    sigma : float, default=1.0
+        ``exp(-sigma ||x - x'||^2)`` for RBF (scikit-learn's ``gamma``).
+    degree, coef0 : polynomial kernel ``(sigma <x, x'> + coef0) ** degree``.
+    lam : float, default=1e-4
+        Weight of ``||f||_H^2 / 2`` (paper 002 Eq. 9's lambda).
+    batch_size : int, default=1000
+        Pair points and unlabeled points per iteration (paper: 1000 each).
+    block_size : int, default=10
+        Random features added per iteration (paper: 1000 features over 100
+        iterations).
+    max_iter : int, default=100
+        Iterations T (paper: 100).
+    learning_rate : {"constant", "invscaling"}, default="invscaling"
+        ``eta_t = eta0 / sqrt(T)`` (Theorem 1) or ``eta0 / sqrt(t + 1)``.
+    eta0 : float, default=1.0
+        ``eta_t * lam < 1`` is required (``1 - eta lam`` scales the old model).
+    max_features : int or None, default=None
+        Feature budget (see :mod:`weakkernels._dsg`).
+    dtype : {"float32", "float64"}, default="float32"
+    random_state : int, RandomState instance or None
+        Seeds the minibatches, the feature blocks and the prior estimator.
+    callback : callable or None
+        ``callback(estimator, n_iter)`` every ``callback_every`` iterations,
+        with the estimator usable for ``decision_function``.
+    callback_every : int, default=10
+
+    Attributes
+    ----------
+    classes_ : ndarray ``[0, 1]``
+    prior_, pi_S_ : the class prior used and ``prior_^2 + (1 - prior_)^2``.
+    prior_estimate_ : dict, only with ``prior="auto"``.
+    coef_ : ndarray (1, n_features_model_); spec_ : FeatureSpec.
+    calibration_ : ``(A, B)`` of the prior-matched sigmoid.
+    n_blocks_, n_iter_, seed_, risk_curve_ (minibatch corrected risk per iter).
+    """
+
+    _parameter_constraints = {
+        "prior": _PRIOR,
+        "loss": [StrOptions(set(LOSSES))],
+        "correction": [StrOptions(set(CORRECTIONS))],
+        "kernel": [StrOptions(set(RANDOM_FEATURE_KERNELS))],
+        "sigma": [Interval(Real, 0, None, closed="neither")],
+        "degree": [Interval(Integral, 1, None, closed="left")],
+        "coef0": [Interval(Real, 0, None, closed="left")],
+        "lam": [Interval(Real, 0, None, closed="neither")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "block_size": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "learning_rate": [StrOptions(set(SU_SCHEDULES))],
+        "eta0": [Interval(Real, 0, None, closed="neither")],
+        "max_features": [Interval(Integral, 1, None, closed="left"), None],
+        "dtype": [StrOptions({"float32", "float64"})],
+        "random_state": ["random_state"],
+        "callback": [callable, None],
+        "callback_every": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def __init__(
+        self,
+        *,
+        prior=0.7,
+        loss="squared",
+        correction="abs",
+        kernel="rbf",
+        sigma=1.0,
+        degree=2,
+        coef0=1.0,
+        lam=1e-4,
+        batch_size=1000,
+        block_size=10,
+        max_iter=100,
+        learning_rate="invscaling",
+        eta0=1.0,
+        max_features=None,
+        dtype="float32",
+        random_state=None,
+        callback=None,
+        callback_every=10,
+    ):
+        self.prior = prior
+        self.loss = loss
+        self.correction = correction
+        self.kernel = kernel
+        self.sigma = sigma
+        self.degree = degree
+        self.coef0 = coef0
+        self.lam = lam
+        self.batch_size = batch_size
+        self.block_size = block_size
+        self.max_iter = max_iter
+        self.learning_rate = learning_rate
+        self.eta0 = eta0
+        self.max_features = max_features
+        self.dtype = dtype
+        self.random_state = random_state
+        self.callback = callback
+        self.callback_every = callback_every
+
+    def _eta(self, t: int, T: int) -> float:
+        """Step size ``eta_t`` (see ``learning_rate``)."""
+        if SU_SCHEDULES[self.learning_rate] == 0:
+            return self.eta0 / math.sqrt(T)
+        return self.eta0 / math.sqrt(t + 1.0)
+
+    def _fit_su(self, XS, XU, seed):
+        dtype = np.dtype(self.dtype)
+        XS = np.ascontiguousarray(XS, dtype=dtype)
+        XU = np.ascontiguousarray(XU, dtype=dtype)
+        nS, nU = XS.shape[0], XU.shape[0]
+        T = int(self.max_iter)
+        lam = float(self.lam)
+        # The largest step is the first for both schedules.
+        if self._eta(0, T) * lam >= 1.0:
+            raise ValueError(
+                f"eta0={self.eta0}, lam={lam}: the first step has eta*lam >= 1, "
+                "so (1 - eta lam) f would flip or zero the model. Lower eta0."
+            )
+        B = int(self.block_size)
+        if self.max_features is None:
+            max_blocks = 2**62
+        else:
+            if self.max_features < B:
+                raise ValueError(
+                    f"max_features={self.max_features} is smaller than one block "
+                    f"(block_size={B})."
+                )
+            max_blocks = int(self.max_features) // B
+        spec = FeatureSpec(
+            self.kernel, self.sigma, self.degree, self.coef0, XS.shape[1], B, seed,
+            dtype,
+        )
+        model = FunctionalModel(spec, 1, max_blocks)
+        # Minibatches come from their own stream (Philox keyed by the seed),
+        # independent of the counter-based feature blocks.
+        rng = np.random.Generator(np.random.Philox(key=seed))
+        mS, mU = min(self.batch_size, nS), min(self.batch_size, nU)
+        self.n_iter_ = 0
+        self.risk_curve_ = []
+        self.fit_time_curve_ = []
+        t_start = time.perf_counter()
+        with blas_single_thread():
+            for t in range(T):
+                iS = rng.integers(0, nS, size=mS)
+                iU = rng.integers(0, nU, size=mU)
+                Xb = np.concatenate([XS[iS], XU[iU]])
+                fb = model.evaluate(Xb)[:, 0]
+                check_divergence(fb, "eta0 (step size)")
+                fS, fU = fb[:mS], fb[mS:]
+                self.risk_curve_.append(
+                    su_risk(fS, fU, self.prior_, self.loss, self.correction)
+                )
+                gS, gU = su_risk_gradient(
+                    fS, fU, self.prior_, self.loss, self.correction
+                )
+                eta = self._eta(t, T)
+                # FunctionalModel.step does f <- (1 - g) f - g sum G phi phi(.):
+                # g = eta lam and G = grad / lam give Eq. (22)'s
+                # f <- (1 - eta lam) f - eta zeta.
+                G = (np.concatenate([gS, gU]) / lam)[:, None]
+                model.step(Xb, G, eta * lam, t)
+                self.n_iter_ = t + 1
+                if self.callback is not None and (t + 1) % self.callback_every == 0:
+                    self._set_model_state(model)
+                    self._calibrate(XU, seed)
+                    self.fit_time_curve_.append((t + 1, time.perf_counter() - t_start))
+                    self.callback(self, t + 1)
+            self._set_model_state(model)
+        model.release()
+
+    def _set_model_state(self, model: FunctionalModel):
+        self.spec_ = model.spec
+        self.n_blocks_ = model.n_blocks
+        self.coef_ = model.coefficients()
+        check_divergence(self.coef_, "eta0 (step size)")
+        self.n_features_model_ = model.n_features
+
+    def _raw_decision(self, X):
+        return self.spec_.decision(X, self.coef_, self.n_blocks_)[:, 0]
+
+    def _state(self):
+        meta = {
+            "spec": self.spec_.to_dict(),
+            "n_blocks": self.n_blocks_,
+            "n_iter": self.n_iter_,
+        }
+        return meta, {"coef": self.coef_}
+
+    def _set_state(self, meta, arrays):
+        self.spec_ = FeatureSpec.from_dict(meta["spec"])
+        self.n_blocks_ = int(meta["n_blocks"])
+        self.n_iter_ = int(meta["n_iter"])
+        self.coef_ = arrays["coef"]
+        self.n_features_model_ = self.coef_.shape[1]
+        if self.coef_.shape[1] != self.n_blocks_ * self.spec_.block_size:
+            raise ValueError("model file: coefficient count does not match layout")
+
+
+# ---------------------------------------------------------------------------
+# Baselines of paper 002 Sec. 6: kernel-basis models
+# ---------------------------------------------------------------------------
+class _KernelBasisSU(_SUBase):
+    """``f(x) = sum_c alpha_c k(x, c)`` over kernel centers (Bao et al.'s and Lu
+    et al.'s Gaussian basis-function model)."""
+
+    def _pick_centers(self, XS, XU, seed):
+        X = np.concatenate([XS, XU])
+        n_c = self.n_centers
+        if n_c is None or n_c >= X.shape[0]:
+            return X.copy()
+        rng = np.random.Generator(np.random.Philox(key=seed + 2))
+        return X[np.sort(rng.choice(X.shape[0], size=int(n_c), replace=False))]
+
+    def _kernel(self, X, C):
+        return kernel_matrix(X, C, "rbf", self.sigma)
+
+    def _raw_decision(self, X):
+        out = np.empty(X.shape[0])
+        step = max(1, (1 << 22) // max(1, self.centers_.shape[0]))
+        for r0 in range(0, X.shape[0], step):
+            K = self._kernel(X[r0 : r0 + step], self.centers_)
+            out[r0 : r0 + step] = K @ self.alpha_
+        return out
+
+    def _state(self):
+        return {}, {"centers": self.centers_, "alpha": self.alpha_}
+
+    def _set_state(self, meta, arrays):
+        self.centers_ = arrays["centers"]
+        self.alpha_ = arrays["alpha"]
+
+
+@register
+class SUSL(_KernelBasisSU):
+    """SU learning with the squared loss in closed form (Bao et al. 2018 Sec.
+    3.3, "SUSL"; paper 002 Sec. 6 baseline 1).
+
+    With ``l(z, t) = (z t - 1)^2 / 4`` the uncorrected risk (paper 002 Eq. 7) of
+    ``f = Phi alpha`` (Gaussian basis on the centers) plus ``lam/2 ||alpha||^2``
+    is the quadratic ``alpha^T Phi_U^T Phi_U alpha / (4 n_U) + b^T alpha``, with
+    ``b = a (Phi_U^T 1 / (2 n_U) - pi_S Phi_S^T 1 / n_S)``, ``a = 1/(2 pi+ - 1)``
+    (``n_S`` counts pair points), minimized by
+
+    ``alpha = -(Phi_U^T Phi_U / (2 n_U) + lam I)^{-1} b``.
+
+    Cost O(n_U n_c^2 + n_c^3) time, O(n_c^2) memory; ``n_centers=None`` uses all
+    training points, as Bao et al.'s code does. Same ``fit(X, y)`` layout as
+    :class:`TSGSU`.
+    """
+
+    _parameter_constraints = {
+        "prior": _PRIOR,
+        "sigma": [Interval(Real, 0, None, closed="neither")],
+        "lam": [Interval(Real, 0, None, closed="neither")],
+        "n_centers": [Interval(Integral, 1, None, closed="left"), None],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, *, prior=0.7, sigma=1.0, lam=1e-3, n_centers=None,
+                 random_state=None):
+        self.prior = prior
+        self.sigma = sigma
+        self.lam = lam
+        self.n_centers = n_centers
+        self.random_state = random_state
+
+    def _fit_su(self, XS, XU, seed):
+        C = self._pick_centers(XS, XU, seed)
+        _, a = class_prior_terms(self.prior_)
+        nc = C.shape[0]
+        H = np.zeros((nc, nc))
+        sU = np.zeros(nc)
+        sS = np.zeros(nc)
+        rows = max(1, (1 << 23) // nc)
+        for r0 in range(0, XU.shape[0], rows):
+            P = self._kernel(XU[r0 : r0 + rows], C)
+            H += P.T @ P
+            sU += P.sum(axis=0)
+        for r0 in range(0, XS.shape[0], rows):
+            sS += self._kernel(XS[r0 : r0 + rows], C).sum(axis=0)
+        nU, nS = XU.shape[0], XS.shape[0]
+        b = a * (sU / (2.0 * nU) - self.pi_S_ * sS / nS)
+        H /= 2.0 * nU
+        H[np.diag_indices_from(H)] += self.lam
+        self.centers_ = C
+        self.alpha_ = -np.linalg.solve(H, b)
+        check_divergence(self.alpha_, "lam")
+
+
+@register
+class CUU(_KernelBasisSU):
+    """Corrected SU/UU learning by minibatch stochastic gradients on Gaussian
+    basis functions (Lu et al. 2020; paper 002 Sec. 6 baseline "CUU").
+
+    Model ``f(x) = sum_c alpha_c exp(-sigma ||x - c||^2)`` on ``n_centers``
+    centers drawn from the training points (paper: 2000, "CUU(2000)", or all,
+    "CUU(All)" with ``n_centers=None``); objective ``delta(R+) + delta(R-) +
+    lam/2 ||alpha||^2`` (paper 002 Eq. 8 with Lu et al.'s weight decay); each
+    iteration samples ``batch_size`` pair and unlabeled points, computes their
+    kernel rows to the centers and takes an Adam step (Lu et al.'s optimizer;
+    ``optimizer="sgd"`` is plain SGD with ``eta0 / sqrt(t + 1)``). Same ``fit(X,
+    y)`` layout as :class:`TSGSU`.
+    """
+
+    _parameter_constraints = {
+        "prior": _PRIOR,
+        "loss": [StrOptions(set(LOSSES))],
+        "correction": [StrOptions(set(CORRECTIONS))],
+        "sigma": [Interval(Real, 0, None, closed="neither")],
+        "lam": [Interval(Real, 0, None, closed="left")],
+        "n_centers": [Interval(Integral, 1, None, closed="left"), None],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "optimizer": [StrOptions({"adam", "sgd"})],
+        "eta0": [Interval(Real, 0, None, closed="neither")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, *, prior=0.7, loss="squared", correction="abs", sigma=1.0,
+                 lam=1e-4, n_centers=2000, batch_size=1000, max_iter=100,
+                 optimizer="adam", eta0=0.01, random_state=None):
+        self.prior = prior
+        self.loss = loss
+        self.correction = correction
+        self.sigma = sigma
+        self.lam = lam
+        self.n_centers = n_centers
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.optimizer = optimizer
+        self.eta0 = eta0
+        self.random_state = random_state
+
+    def _fit_su(self, XS, XU, seed):
+        C = self._pick_centers(XS, XU, seed)
+        rng = np.random.Generator(np.random.Philox(key=seed))
+        nS, nU = XS.shape[0], XU.shape[0]
+        mS, mU = min(self.batch_size, nS), min(self.batch_size, nU)
+        alpha = np.zeros(C.shape[0])
+        m1 = np.zeros_like(alpha)
+        m2 = np.zeros_like(alpha)
+        b1, b2, eps = 0.9, 0.999, 1e-8
+        self.risk_curve_ = []
+        for t in range(int(self.max_iter)):
+            iS = rng.integers(0, nS, size=mS)
+            iU = rng.integers(0, nU, size=mU)
+            P = self._kernel(np.concatenate([XS[iS], XU[iU]]), C)
+            f = P @ alpha
+            check_divergence(f, "eta0 (step size)")
+            self.risk_curve_.append(
+                su_risk(f[:mS], f[mS:], self.prior_, self.loss, self.correction)
+            )
+            gS, gU = su_risk_gradient(
+                f[:mS], f[mS:], self.prior_, self.loss, self.correction
+            )
+            grad = P.T @ np.concatenate([gS, gU]) + self.lam * alpha
+            if self.optimizer == "adam":
+                m1 = b1 * m1 + (1 - b1) * grad
+                m2 = b2 * m2 + (1 - b2) * grad * grad
+                mh = m1 / (1 - b1 ** (t + 1))
+                vh = m2 / (1 - b2 ** (t + 1))
+                alpha -= self.eta0 * mh / (np.sqrt(vh) + eps)
+            else:
+                alpha -= self.eta0 / math.sqrt(t + 1.0) * grad
+        self.n_iter_ = int(self.max_iter)
+        self.centers_ = C
+        self.alpha_ = alpha
