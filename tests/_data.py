@@ -15,8 +15,7 @@ def two_gaussians(n=300, d=10, n_labeled=20, sep=2.5, seed=0, n_classes=2):
     X = rng.normal(size=(n, d)) + means[y]
     y_semi = np.full(n, -1)
     # labeled set holds every class
-    lab = np.concatenate(
-        [np.flatnonzero(y == c)[: max(1, n_labeled // n_classes)] for c in range(n_classes)]
-    )
+    per_class = max(1, n_labeled // n_classes)
+    lab = np.concatenate([np.flatnonzero(y == c)[:per_class] for c in range(n_classes)])
     y_semi[lab] = y[lab]
     return X, y_semi, y

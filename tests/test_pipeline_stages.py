@@ -257,14 +257,14 @@ def test_every_available_model_fits_tiny_data():
         for key, (_, low, high, _) in spec.space.items():
             assert low <= params[key] <= high
         # Wiring check with sensible values (random draws may legitimately fail).
-        sensible = {"C": 10.0, "sigma": 0.5, "eta0": 1.0, "c_star_scale": 1.0,
+        sensible = {"C": 10.0, "sigma_rel": 1.0, "eta0": 1.0, "c_star_scale": 1.0,
                     "lam": 1e-4, "gamma": 0.5, "s": -0.3, "threshold": 0.8,
                     "n_neighbors": 7,
                     "alpha": 0.2 if name == "label_spreading" else 1e-4}
         params = {k: sensible[k] for k in params}
         fixed = {"n_passes": 30.0} if name in ("tsgs3vm", "frs3vm") else {}
         est = build(name, params, fixed, FitContext(n_labeled=30, n_unlabeled=90,
-                                                    seed=0))
+                                                    seed=0, sigma_scale=0.5))
         Xf, yf = (X[y_fit != -1], y_fit[y_fit != -1]) if spec.labeled_only \
             else (X, y_fit)
         est.fit(Xf, yf)

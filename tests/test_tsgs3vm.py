@@ -120,7 +120,9 @@ def naive_tsgs3vm(X, y, *, C, C_star, sigma, batch_size, block_size, T, eta0,
     return np.concatenate(alphas)
 
 
-@pytest.mark.parametrize("balance,anneal,loss", [(True, 0.5, "shg"), (False, 0.0, "da")])
+@pytest.mark.parametrize(
+    "balance,anneal,loss", [(True, 0.5, "shg"), (False, 0.0, "da")]
+)
 def test_fit_matches_naive_reference_step_by_step(balance, anneal, loss):
     X, y, _ = two_gaussians(n=120, d=4, n_labeled=10, seed=1)
     kw = dict(C=3.0, C_star=2.0, sigma=0.3, batch_size=16, block_size=8, eta0=2.0,
@@ -276,7 +278,8 @@ def test_corrupt_and_wrong_version_model_files(tmp_path):
         (lambda X, y: (X, np.where(y == -1, -1, 0)), "one class"),
         (lambda X, y: (X, np.where(y == -1, 0, y)), "No unlabeled"),
         (lambda X, y: (X, np.full_like(y, -1)), "No labeled"),
-        (lambda X, y: (X.astype(str).astype(object) + "x", y), "could not convert|numeric"),
+        (lambda X, y: (X.astype(str).astype(object) + "x", y),
+         "could not convert|numeric"),
         (lambda X, y: (X, y[:-1]), "inconsistent numbers of samples"),
         (lambda X, y: (X, np.where(y == -1, -1, y + 0.5)), "Unknown label type"),
     ],
@@ -344,12 +347,6 @@ NEEDS_UNLABELED = "requires unlabeled samples (y == -1); the check passes none"
 S3VM_EXPECTED = {
     name: NEEDS_UNLABELED
     for name in [
-        "XFAIL tests/test_tsgs3vm.py::test_sklearn_compatible[FRS3VM(batch_size=16,max_iter=5,n_components=16,random_state=0)-check_classifiers_train(readonly_memmap=True)] - requires unlabeled samples (y == -1); the check passes none",
-        "XFAIL tests/test_tsgs3vm.py::test_sklearn_compatible[FRS3VM(batch_size=16,max_iter=5,n_components=16,random_state=0)-check_classifiers_train(readonly_memmap=True,X_dtype=float32)] - requires unlabeled samples (y == -1); the check passes none",
-        "XFAIL tests/test_tsgs3vm.py::test_sklearn_compatible[FRS3VM(batch_size=16,max_iter=5,n_components=16,random_state=0)-check_estimators_pickle(readonly_memmap=True)] - requires unlabeled samples (y == -1); the check passes none",
-        "XFAIL tests/test_tsgs3vm.py::test_sklearn_compatible[TSGS3VM(batch_size=16,block_size=8,max_iter=5,random_state=0)-check_classifiers_train(readonly_memmap=True)] - requires unlabeled samples (y == -1); the check passes none",
-        "XFAIL tests/test_tsgs3vm.py::test_sklearn_compatible[TSGS3VM(batch_size=16,block_size=8,max_iter=5,random_state=0)-check_classifiers_train(readonly_memmap=True,X_dtype=float32)] - requires unlabeled samples (y == -1); the check passes none",
-        "XFAIL tests/test_tsgs3vm.py::test_sklearn_compatible[TSGS3VM(batch_size=16,block_size=8,max_iter=5,random_state=0)-check_estimators_pickle(readonly_memmap=True)] - requires unlabeled samples (y == -1); the check passes none",
         "check_classifier_data_not_an_array",
         "check_classifiers_classes",
         "check_classifiers_train",
