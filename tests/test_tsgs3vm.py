@@ -104,7 +104,7 @@ def naive_tsgs3vm(X, y, *, C, C_star, sigma, batch_size, block_size, T, eta0,
 
     for t in range(T):
         il = rng.integers(0, len(XL), size=m_l)
-        iu = rng.integers(0, len(XU), size=m_u)
+        iu = np.sort(rng.integers(0, len(XU), size=m_u))
         gL, gU = f_of(XL[il]), f_of(XU[iu])
         bias = r - gU.mean() if balance else 0.0
         cst = C_star * min(1.0, (t + 1) / (anneal * T)) if anneal > 0 else C_star
@@ -395,3 +395,16 @@ def _expected(est):
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_out_of_core_memmap_gives_the_same_model(tmp_path):
+    """A read-only np.memmap is used in place (no copy) and gives the identical
+    model to the same float32 data in memory."""
+    X, y, _ = two_gaussians(n=500, d=6, n_labeled=20, seed=14)
+    X32 = X.astype(np.float32)
+    np.save(tmp_path / "X.npy", X32)
+    Xm = np.load(tmp_path / "X.npy", mmap_mode="r")
+    kw = dict(batch_size=32, max_iter=20, random_state=1)
+    a = TSGS3VM(**kw).fit(X32, y)
+    b = TSGS3VM(**kw).fit(Xm, y)
+    assert a.to_bytes() == b.to_bytes()

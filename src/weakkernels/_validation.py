@@ -9,7 +9,9 @@ from sklearn.utils.validation import validate_data
 UNLABELED = -1
 
 
-def validate_semi_supervised(estimator, X, y, *, require_unlabeled: bool = True):
+def validate_semi_supervised(
+    estimator, X, y, *, require_unlabeled: bool = True, keep_float32: bool = False
+):
     """Validate ``fit(X, y)`` input where ``y == -1`` marks unlabeled samples.
 
     Returns ``(X, y, labeled_mask, classes)``. ``classes`` holds the real classes
@@ -18,13 +20,16 @@ def validate_semi_supervised(estimator, X, y, *, require_unlabeled: bool = True)
     Raises ``ValueError`` with a message naming the problem for: NaN/inf, empty X,
     sparse X, non-numeric features, continuous targets, no labeled samples, a single
     labeled class, and (when ``require_unlabeled``) no unlabeled samples.
+
+    With ``keep_float32``, float32 input (including a read-only ``np.memmap``) is
+    kept as it is, without a copy, so out-of-core data stays on disk.
     """
     X, y = validate_data(
         estimator,
         X,
         y,
         accept_sparse=False,
-        dtype=np.float64,
+        dtype=[np.float64, np.float32] if keep_float32 else np.float64,
         ensure_all_finite=True,
         y_numeric=False,
         reset=True,

@@ -147,13 +147,18 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
             semi-supervised convention). At least two labeled classes and at
             least one unlabeled sample are required.
         """
-        X, y, labeled, classes = validate_semi_supervised(self, X, y)
+        X, y, labeled, classes = validate_semi_supervised(
+            self, X, y, keep_float32=True
+        )
         self.classes_ = classes
         dtype = np.dtype(self.dtype)
+        # Only the (few) labeled rows are copied; unlabeled minibatches are
+        # gathered from X by index, so X may be a memory-mapped file larger
+        # than RAM (out-of-core training, one pass).
+        idx_u = np.flatnonzero(~labeled)
         XL = np.ascontiguousarray(X[labeled], dtype=dtype)
-        XU = np.ascontiguousarray(X[~labeled], dtype=dtype)
         yl = y[labeled]
-        n_l, n_u = XL.shape[0], XU.shape[0]
+        n_l, n_u = XL.shape[0], idx_u.size
         K = 1 if classes.size == 2 else classes.size
         # +1/-1 targets per output: binary uses classes_[1] as the positive class,
         # multiclass is one-vs-rest over shared features and shared unlabeled data.
@@ -198,8 +203,9 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
         with blas_single_thread():
             for t in range(T):
                 il = rng.integers(0, n_l, size=m_l)
-                iu = rng.integers(0, n_u, size=m_u)
-                Xb = np.concatenate([XL[il], XU[iu]])
+                # sorted: sequential reads when X is on disk
+                iu = np.sort(rng.integers(0, n_u, size=m_u))
+                Xb = np.concatenate([XL[il], X[idx_u[iu]].astype(dtype)])
                 fb = model.evaluate(Xb)
                 check_divergence(fb, "eta0 (step size) or C")
                 gL, gU = fb[:m_l], fb[m_l:]
@@ -220,33 +226,34 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
                 model.step(Xb, G, gamma, t)
                 self.n_iter_ = t + 1
                 if self.callback is not None and (t + 1) % self.callback_every == 0:
-                    self._set_model_state(model, XU, r, rng_seed=seed)
+                    self._set_model_state(model, X, idx_u, r, rng_seed=seed)
                     self.fit_time_curve_.append(
                         (t + 1, time.perf_counter() - t_start)
                     )
                     self.callback(self, t + 1)
-            self._set_model_state(model, XU, r, rng_seed=seed)
+            self._set_model_state(model, X, idx_u, r, rng_seed=seed)
         model.release()
         # Platt scaling on the labeled points: the only ones with known labels.
-        fL = self.decision_function(XL.astype(np.float64))
+        fL = self.decision_function(XL)
         fL = fL[:, None] if fL.ndim == 1 else fL
         self.platt_ = np.array(
             [fit_platt(fL[:, k], (Y[:, k] > 0).astype(float)) for k in range(K)]
         )
         return self
 
-    def _set_model_state(self, model: FunctionalModel, XU, r, rng_seed: int):
+    def _set_model_state(self, model: FunctionalModel, X, idx_u, r, rng_seed: int):
         """Expose the current expansion as fitted attributes (usable mid-fit)."""
         self.spec_ = model.spec
         self.n_blocks_ = model.n_blocks
         self.coef_ = model.coefficients()
         if self.balance:
             # Final bias from a fixed sample of unlabeled points (Eq. 1.13).
-            n_bal = min(XU.shape[0], 4096)
+            n_bal = min(idx_u.size, 4096)
             idx = np.random.Generator(np.random.Philox(key=rng_seed + 1)).choice(
-                XU.shape[0], size=n_bal, replace=False
+                idx_u.size, size=n_bal, replace=False
             )
-            gU = model.evaluate(XU[np.sort(idx)])
+            XB = np.ascontiguousarray(X[idx_u[np.sort(idx)]], dtype=model.spec.dtype)
+            gU = model.evaluate(XB)
             self.intercept_ = r - gU.mean(axis=0)
         else:
             self.intercept_ = np.zeros(model.K)
