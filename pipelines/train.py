@@ -26,6 +26,7 @@ import numpy as np
 
 from weakkernels.pipeline.common import (
     fit_data,
+    fixed_params,
     load_prepared,
     load_split,
     split_kind,
@@ -66,7 +67,7 @@ def train_one(model, X, y, split, n_u, params, fixed, *, seed, callback_every,
               model_path=None, on_curve=None) -> dict:
     """Fit one model on one split; return timings, test scores and curve."""
     spec = MODELS[model]
-    sp, X_fit, y_fit, n_l, prior = fit_data(model, X, y, split, n_u)
+    sp, X_fit, y_fit, n_l, prior, scale = fit_data(model, X, y, split, n_u)
     X_val, y_val = X[sp["val"]], eval_labels(y, sp, sp["val"])
     X_test, y_test = X[sp["test"]], eval_labels(y, sp, sp["test"])
     is_su = "pairs" in sp
@@ -75,7 +76,7 @@ def train_one(model, X, y, split, n_u, params, fixed, *, seed, callback_every,
     w = warmup_rows(y_fit, is_su)
     n_u_w = int(np.sum(y_fit[w] == -1))
     ctx_w = FitContext(n_labeled=int(np.sum(y_fit[w] != -1)), n_unlabeled=n_u_w,
-                       seed=seed, prior=prior)
+                       seed=seed, prior=prior, sigma_scale=scale)
     t0 = time.perf_counter()
     try:
         build(model, params, fixed, ctx_w).fit(X_fit[w], y_fit[w])
@@ -86,7 +87,8 @@ def train_one(model, X, y, split, n_u, params, fixed, *, seed, callback_every,
     monitor = ValidationMonitor(spec.task, X_val, y_val, on_curve) \
         if spec.callback else None
     ctx = FitContext(n_labeled=n_l, n_unlabeled=n_u, seed=seed, prior=prior,
-                     callback=monitor, callback_every=callback_every)
+                     callback=monitor, callback_every=callback_every,
+                     sigma_scale=scale)
     est = build(model, params, fixed, ctx)
     if monitor is not None:
         monitor.start()
@@ -132,7 +134,7 @@ def train(pairs, best, prepared_dir, splits_dir, models_dir, pred_dir, cfg,
         if key not in best:
             raise KeyError(f"no tuned parameters for {key} (run the tune stage)")
         params = best[key]["params"]
-        fixed = (models_cfg.get("fixed") or {}).get(model, {})
+        fixed = fixed_params(models_cfg, model, dataset)
         data = load_prepared(prepared_dir, dataset)
         X, y = data["X"], data["y"]
         kind = split_kind(model)

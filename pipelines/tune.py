@@ -22,6 +22,7 @@ import numpy as np
 
 from weakkernels.pipeline.common import (
     fit_data,
+    fixed_params,
     load_prepared,
     load_split,
     model_dataset_pairs,
@@ -57,7 +58,7 @@ def run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
 
     spec = MODELS[model]
     params = suggest(trial, model, overrides)
-    sp, X_fit, y_fit, n_l, prior = fit_data(model, X, y, split, n_unlabeled)
+    sp, X_fit, y_fit, n_l, prior, scale = fit_data(model, X, y, split, n_unlabeled)
     X_val, y_val = X[sp["val"]], eval_labels(y, sp, sp["val"])
 
     def on_value(step, loss, elapsed):
@@ -70,7 +71,7 @@ def run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
     monitor = ValidationMonitor(spec.task, X_val, y_val, on_value)
     ctx = FitContext(n_labeled=n_l, n_unlabeled=n_unlabeled, seed=seed,
                      prior=prior, callback=monitor if spec.callback else None,
-                     callback_every=callback_every)
+                     callback_every=callback_every, sigma_scale=scale)
     est = build(model, params, fixed, ctx)
     run = mlflow.start_run(run_name=f"trial-{trial.number}", nested=True) \
         if log_mlflow else None
@@ -108,6 +109,18 @@ def run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
             mlflow.end_run(status=status)
 
 
+def estimator_code_hash() -> str:
+    """sha256 over the estimator modules (``src/weakkernels/*.py``)."""
+    import hashlib
+
+    import weakkernels
+
+    h = hashlib.sha256()
+    for path in sorted(Path(weakkernels.__file__).parent.glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def study_name(model, dataset, split_file, fixed, overrides, cfg, n_unlabeled) -> str:
     fp = canonical_hash({
         "model": model, "dataset": dataset, "split_sha256": sha256_file(split_file),
@@ -117,6 +130,8 @@ def study_name(model, dataset, split_file, fixed, overrides, cfg, n_unlabeled) -
         "n_startup_trials": cfg.get("n_startup_trials", 4),
         "pruner": cfg.get("pruner") or {}, "n_unlabeled": n_unlabeled,
         "callback_every": cfg.get("callback_every", 2),
+        # Trials run with other estimator code must not be mixed into this study.
+        "code": estimator_code_hash(),
     })
     return f"{model}__{dataset}__{fp}"
 
@@ -146,7 +161,7 @@ def tune(
         split = load_split(splits_dir, dataset, kind, split_seed)
         n_u = cfg.get("n_unlabeled") or int(min(split["n_unlabeled"]))
         n_u = min(int(n_u), len(split["unlabeled"]))
-        fixed = (models_cfg.get("fixed") or {}).get(model, {})
+        fixed = fixed_params(models_cfg, model, dataset)
         overrides = (cfg.get("space") or {}).get(model, {})
         name = study_name(model, dataset, split_path(splits_dir, dataset, kind,
                                                      split_seed),

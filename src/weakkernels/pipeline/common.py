@@ -13,6 +13,7 @@ from weakkernels.pipeline.splits import fit_arrays, resolve
 from weakkernels.pipeline.storage import load_npz
 
 __all__ = [
+    "fixed_params",
     "fit_data",
     "load_prepared",
     "load_split",
@@ -61,12 +62,26 @@ def n_unlabeled_list(split: dict[str, np.ndarray]) -> list[int]:
 
 
 def fit_data(model: str, X, y, split, n_unlabeled: int):
-    """Training rows for ``model`` (baselines marked labeled-only drop y == -1)."""
+    """Training rows for ``model`` (baselines marked labeled-only drop y == -1).
+
+    Returns ``(split, X_fit, y_fit, n_labeled, prior, sigma_scale)``;
+    ``sigma_scale = 1 / (d Var(X_fit))`` is computed on all training rows.
+    """
     sp = resolve(split, n_unlabeled)
     X_fit, y_fit = fit_arrays(X, y, sp)
+    var = float(X_fit.var()) * X_fit.shape[1]
+    sigma_scale = 1.0 / var if var > 0 else 1.0
     if MODELS[model].labeled_only:
         keep = y_fit != -1
         X_fit, y_fit = X_fit[keep], y_fit[keep]
     prior = float(split["prior"]) if "prior" in split else None
     n_l = int(np.sum(y_fit != -1)) if "pairs" not in sp else 0
-    return sp, X_fit, y_fit, n_l, prior
+    return sp, X_fit, y_fit, n_l, prior, sigma_scale
+
+
+def fixed_params(models_cfg: dict, model: str, dataset: str) -> dict:
+    """``models.fixed[model]``, updated by ``models.fixed_by_dataset[dataset]``."""
+    base = dict((models_cfg.get("fixed") or {}).get(model) or {})
+    per_ds = ((models_cfg.get("fixed_by_dataset") or {}).get(dataset) or {})
+    base.update(per_ds.get(model) or {})
+    return base

@@ -9,8 +9,10 @@ kNN kernel) and ``rff_sgd`` (``RBFSampler`` + ``SGDClassifier`` hinge loss on th
 labeled points).
 
 Kernel width is ``sigma`` everywhere (RBF ``exp(-sigma * ||x - x'||^2)``, i.e.
-scikit-learn's ``gamma``).  ``C_star`` is searched as a multiple of the paper's
-default ``C * n_l / n_u`` (paper 000 §6), parameter ``c_star_scale``.
+scikit-learn's ``gamma``); it is searched as ``sigma_rel``, a multiple of
+``1 / (d Var(X))`` (scikit-learn's ``gamma="scale"``).  ``C_star`` is searched
+as a multiple of the paper's default ``C * n_l / n_u`` (paper 000 §6), parameter
+``c_star_scale``.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class FitContext:
     prior: float | None = None  # SU: the positive class prior
     callback: Callable | None = None
     callback_every: int = 10
+    sigma_scale: float = 1.0  # 1 / (d Var(X)): sklearn's gamma="scale"
 
 
 @dataclass(frozen=True)
@@ -104,9 +107,6 @@ def _c_star(p: dict, ctx: FitContext) -> float:
     return p.get("c_star_scale", 1.0) * p["C"] * ctx.n_labeled / max(ctx.n_unlabeled, 1)
 
 
-_PASSTHROUGH = ("C", "sigma", "eta0", "lam", "gamma", "s")
-
-
 def _ours(cls_name: str, *, c_star: bool = False, callback: bool = True):
     def factory(p: dict, ctx: FitContext):
         import weakkernels
@@ -128,50 +128,54 @@ def _ours(cls_name: str, *, c_star: bool = False, callback: bool = True):
     return factory
 
 
-_C = ("float", 2.0**-5, 2.0**10, True)
-_SIGMA = ("float", 1e-3, 10.0, True)
+# Below C ~ 0.1 an RBF machine on 50-200 labeled points is nearly constant and
+# its sign is decided by the bias alone (an accident of the tuning split).
+_C = ("float", 0.1, 1000.0, True)
+# Kernel widths are searched relative to the data: sigma = sigma_rel / (d Var(X)),
+# scikit-learn's gamma="scale" heuristic, so one range fits every dataset.
+_SIGMA = ("float", 1e-2, 1e2, True)
 _ETA = ("float", 1e-2, 10.0, True)
 _LAM = ("float", 1e-6, 1e-1, True)
 
 MODELS: dict[str, ModelSpec] = {
-    "svc": ModelSpec("svc", "ssl", _svc, {"C": _C, "sigma": _SIGMA},
+    "svc": ModelSpec("svc", "ssl", _svc, {"C": _C, "sigma_rel": _SIGMA},
                      labeled_only=True),
     "self_training": ModelSpec(
         "self_training", "ssl", _self_training,
-        {"C": _C, "sigma": _SIGMA, "threshold": ("float", 0.6, 0.99, False)}),
+        {"C": _C, "sigma_rel": _SIGMA, "threshold": ("float", 0.6, 0.99, False)}),
     "label_spreading": ModelSpec(
         "label_spreading", "ssl", _label_spreading,
         {"n_neighbors": ("int", 3, 30, False), "alpha": ("float", 0.05, 0.99, False)}),
     "rff_sgd": ModelSpec(
         "rff_sgd", "ssl", _rff_sgd,
-        {"sigma": _SIGMA, "alpha": ("float", 1e-6, 1e-1, True)}, labeled_only=True),
+        {"sigma_rel": _SIGMA, "alpha": ("float", 1e-6, 1e-1, True)}, labeled_only=True),
     "tsgs3vm": ModelSpec(
         "tsgs3vm", "ssl", _ours("TSGS3VM", c_star=True),
-        {"C": _C, "c_star_scale": ("float", 0.1, 10.0, True), "sigma": _SIGMA,
+        {"C": _C, "c_star_scale": ("float", 0.1, 10.0, True), "sigma_rel": _SIGMA,
          "eta0": _ETA},
         requires="TSGS3VM", callback=True, ours=True),
     "frs3vm": ModelSpec(
         "frs3vm", "ssl", _ours("FRS3VM", c_star=True),
-        {"C": _C, "c_star_scale": ("float", 0.1, 10.0, True), "sigma": _SIGMA,
+        {"C": _C, "c_star_scale": ("float", 0.1, 10.0, True), "sigma_rel": _SIGMA,
          "eta0": _ETA},
         requires="FRS3VM", callback=True, ours=True),
     "qsgs2auc": ModelSpec(
         "qsgs2auc", "auc", _ours("QSGS2AUC"),
-        {"gamma": ("float", 0.0, 1.0, False), "sigma": _SIGMA, "lam": _LAM,
+        {"gamma": ("float", 0.0, 1.0, False), "sigma_rel": _SIGMA, "lam": _LAM,
          "eta0": _ETA},
         requires="QSGS2AUC", callback=True, ours=True),
     "tsgsu": ModelSpec(
         "tsgsu", "su", _ours("TSGSU"),
-        {"sigma": _SIGMA, "lam": _LAM, "eta0": _ETA},
+        {"sigma_rel": _SIGMA, "lam": _LAM, "eta0": _ETA},
         requires="TSGSU", callback=True, ours=True),
     "cccp_tsvm": ModelSpec(
         "cccp_tsvm", "ssl", _ours("CCCPTSVM", c_star=True, callback=False),
         {"C": _C, "c_star_scale": ("float", 0.1, 10.0, True),
-         "s": ("float", -0.9, 0.0, False), "sigma": _SIGMA},
+         "s": ("float", -0.9, 0.0, False), "sigma_rel": _SIGMA},
         requires="CCCPTSVM", ours=True),
     "ramp_svm": ModelSpec(
         "ramp_svm", "ssl", _ours("RampSVM", callback=False),
-        {"C": _C, "s": ("float", -0.9, 0.0, False), "sigma": _SIGMA},
+        {"C": _C, "s": ("float", -0.9, 0.0, False), "sigma_rel": _SIGMA},
         requires="RampSVM", ours=True, labeled_only=True),  # supervised (Alg. 1.2)
 }
 
@@ -247,6 +251,8 @@ def build(name: str, params: dict, fixed: dict, ctx: FitContext):
     """Instantiate model ``name`` with tuned ``params`` over ``fixed`` settings."""
     spec = MODELS[name]
     merged = {**spec.defaults, **(fixed or {}), **params}
+    if "sigma_rel" in merged:
+        merged["sigma"] = float(merged.pop("sigma_rel")) * ctx.sigma_scale
     return spec.factory(merged, ctx)
 
 
