@@ -63,7 +63,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from weakkernels._artifact import ArtifactMixin, register
 from weakkernels._dsg import FunctionalModel
 from weakkernels._validation import check_divergence, validate_predict
-from weakkernels.kernels import RANDOM_FEATURE_KERNELS, kernel_matrix
+from weakkernels.kernels import RANDOM_FEATURE_KERNELS
 from weakkernels.random_features import (
     FeatureSpec,
     blas_single_thread,
@@ -175,6 +175,21 @@ def su_risk(fS, fU, prior: float, loss: str, correction_name: str = "abs") -> fl
     return correction(correction_name, r_pos) + correction(correction_name, r_neg)
 
 
+def su_zero_one_risk(fS, fU, prior: float) -> float:
+    """Uncorrected SU risk (paper 002 Eq. 7) with the zero-one loss
+    ``l(z, t) = [z t <= 0]``: an unbiased estimate of the misclassification
+    rate from SU data alone (Bao et al. Theorem 1 holds for any loss), used for
+    model selection on held-out SU data."""
+    fS = np.asarray(fS, dtype=np.float64)
+    fU = np.asarray(fU, dtype=np.float64)
+    pi_S, a = class_prior_terms(prior)
+    e_pos_S, e_neg_S = np.mean(fS <= 0), np.mean(fS >= 0)
+    e_pos_U, e_neg_U = np.mean(fU <= 0), np.mean(fU >= 0)
+    return float(
+        a * (pi_S * (e_pos_S - e_neg_S) - (1 - prior) * e_pos_U + prior * e_neg_U)
+    )
+
+
 def su_risk_gradient(
     fS, fU, prior: float, loss: str, correction_name: str = "abs"
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -220,6 +235,11 @@ def split_su(y) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(
             "malformed pairs: y must be numeric, 1 on similar-pair rows and -1 on "
             f"unlabeled rows; got dtype {y.dtype}."
+        )
+    if y.dtype.kind == "f" and np.any(y != np.round(y)):
+        raise ValueError(
+            "Unknown label type: continuous. malformed pairs: y must be 1 on "
+            "similar-pair rows and -1 on unlabeled rows."
         )
     bad = (y != SIMILAR) & (y != UNLABELED)
     if bad.any():
@@ -357,7 +377,7 @@ def _prior_matched_offset(f: np.ndarray, slope: float, prior: float) -> float:
     lo, hi = -50.0 - slope * float(np.max(f)), 50.0 - slope * float(np.min(f))
     for _ in range(200):
         mid = 0.5 * (lo + hi)
-        if np.mean(1.0 / (1.0 + np.exp(-(slope * f + mid)))) < prior:
+        if np.mean(np.exp(-np.logaddexp(0.0, -(slope * f + mid)))) < prior:
             lo = mid
         else:
             hi = mid
@@ -729,7 +749,16 @@ class _KernelBasisSU(_SUBase):
         return X[np.sort(rng.choice(X.shape[0], size=int(n_c), replace=False))]
 
     def _kernel(self, X, C):
-        return kernel_matrix(X, C, "rbf", self.sigma)
+        """Gaussian kernel rows ``k(X, C)``: the same values as
+        :func:`weakkernels.kernels.kernel_matrix`, computed in place (one n x n_c
+        buffer, no temporaries) so the baseline is not slowed by allocation."""
+        K = X @ C.T
+        K *= -2.0
+        K += np.einsum("ij,ij->i", X, X)[:, None]
+        K += np.einsum("ij,ij->i", C, C)[None, :]
+        np.maximum(K, 0.0, out=K)
+        K *= -self.sigma
+        return np.exp(K, out=K)
 
     def _raw_decision(self, X):
         out = np.empty(X.shape[0])
@@ -791,7 +820,7 @@ class SUSL(_KernelBasisSU):
         rows = max(1, (1 << 23) // nc)
         for r0 in range(0, XU.shape[0], rows):
             P = self._kernel(XU[r0 : r0 + rows], C)
-            H += P.T @ P
+            H += P.T @ P  # BLAS may use every core here: this is the O(n^3) part
             sU += P.sum(axis=0)
         for r0 in range(0, XS.shape[0], rows):
             sS += self._kernel(XS[r0 : r0 + rows], C).sum(axis=0)
@@ -851,13 +880,20 @@ class CUU(_KernelBasisSU):
     def _fit_su(self, XS, XU, seed):
         C = self._pick_centers(XS, XU, seed)
         rng = np.random.Generator(np.random.Philox(key=seed))
-        nS, nU = XS.shape[0], XU.shape[0]
-        mS, mU = min(self.batch_size, nS), min(self.batch_size, nU)
+        mS, mU = min(self.batch_size, XS.shape[0]), min(self.batch_size, XU.shape[0])
         alpha = np.zeros(C.shape[0])
+        self.risk_curve_ = []
+        with blas_single_thread():  # same BLAS setting as TSGSU: fair timings
+            self._sgd(XS, XU, C, rng, alpha, mS, mU)
+        self.n_iter_ = int(self.max_iter)
+        self.centers_ = C
+        self.alpha_ = alpha
+
+    def _sgd(self, XS, XU, C, rng, alpha, mS, mU):
+        nS, nU = XS.shape[0], XU.shape[0]
         m1 = np.zeros_like(alpha)
         m2 = np.zeros_like(alpha)
         b1, b2, eps = 0.9, 0.999, 1e-8
-        self.risk_curve_ = []
         for t in range(int(self.max_iter)):
             iS = rng.integers(0, nS, size=mS)
             iU = rng.integers(0, nU, size=mU)
@@ -879,6 +915,3 @@ class CUU(_KernelBasisSU):
                 alpha -= self.eta0 * mh / (np.sqrt(vh) + eps)
             else:
                 alpha -= self.eta0 / math.sqrt(t + 1.0) * grad
-        self.n_iter_ = int(self.max_iter)
-        self.centers_ = C
-        self.alpha_ = alpha
