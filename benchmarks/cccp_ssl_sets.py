@@ -15,8 +15,8 @@ cores (coil20 is 20 one-vs-rest problems with 2 x 1400 + 41 variables each).
   labeled images per object (40 labeled, as in the paper), seed 0, since this
   copy ships no splits. Multiclass by one-vs-rest, as the paper does.
 * ``g241c``: SSL-book set 5 (Chapelle, Schoelkopf & Zien 2006), 1500 x 241,
-  the 12 official splits with 100 labeled points. Not in paper 004; the SSL
-  book reports TSVM 18.46 % and SVM 23.11 % (its Table 21.x, 100 labeled).
+  the 12 official splits with 100 labeled points. Not in paper 004, so the
+  table has no paper column for it.
 """
 
 from __future__ import annotations
