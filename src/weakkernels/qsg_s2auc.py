@@ -1,0 +1,744 @@
+"""QSG-S2AUC: semi-supervised AUC optimization by quadruply stochastic gradients.
+
+Shi, Gu, Li, Geng, Huang, *Quadruply Stochastic Gradients for Large Scale
+Nonlinear Semi-Supervised AUC Optimization*, IJCAI 2019 (paper 003).
+
+Objective, paper 003 Eq. (8)-(9), with the square pairwise loss
+``l(u, v) = (1 - u + v)^2`` of Sec. 6.1::
+
+    R_PNU(f) = (1 - gamma) (R_PU + R_NU - 1/2) + gamma R_PN
+    L(f)     = R_PNU(f) + lam / 2 ||f||_H^2
+
+``R_PN`` (Eq. 2) ranks labeled positives above labeled negatives, ``R_PU``
+(Eq. 3) labeled positives above unlabeled points, ``R_NU`` (Eq. 4) unlabeled
+points above labeled negatives. Eq. (5)-(7) (after Xie & Li 2018) show
+``R_PU + R_NU - 1/2 = R_PN`` for the 0-1 loss *without the class prior*, which is
+why the paper's training needs no prior. For the square loss the identity holds
+up to a within-class spread term: ``R_PU + R_NU = R_PN + 1 + 2 pi Var_+(f) +
+2 (1 - pi) Var_-(f)``, i.e. the PU/NU part also pulls each class together. We
+implement Eq. (8) as printed; ``prior`` is used only to place the decision
+threshold (see :class:`QSGS2AUC`).
+
+Every iteration samples a positive, a negative and an unlabeled minibatch and a
+fresh block of random features -- the four sources of randomness of Eq. (13) --
+and applies the update Eq. (14)-(16) (Algorithm 1) with step ``eta_t = theta/t``
+(Lemma 2); prediction regenerates the features from their seeds (Algorithm 2).
+
+Baselines for the benchmark harness (exact kernel, O(n^3), not exported from
+``weakkernels``): :class:`PNUAUC` (Sakai, Niu, Sugiyama 2018, square loss),
+:class:`SupervisedKernelAUC` (PN pairs only) and :class:`ExactS2AUC` (the exact
+minimizer of Eq. (8)-(9), the target QSG-S2AUC converges to).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.linalg
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.metrics import roc_auc_score
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from weakkernels._artifact import ArtifactMixin, register
+from weakkernels._calibration import fit_platt, platt_proba
+from weakkernels._dsg import FunctionalModel
+from weakkernels._validation import (
+    UNLABELED,
+    check_divergence,
+    validate_predict,
+    validate_semi_supervised,
+)
+from weakkernels.kernels import KERNEL_CODES, RANDOM_FEATURE_KERNELS, kernel_matrix
+from weakkernels.random_features import (
+    FeatureSpec,
+    blas_single_thread,
+    seed_from_random_state,
+)
+
+# Unlabeled points on which the threshold (prior quantile) is computed.
+_THRESHOLD_SAMPLE = 4096
+# Warn when the labeled-fraction prior estimate has a standard error above this.
+_PRIOR_SE_WARN = 0.05
+
+
+# ----------------------------------------------------------------- the risk --
+def square_pair_loss(u, v):
+    """Square pairwise loss ``l(u, v) = (1 - u + v)^2`` (paper 003 Sec. 6.1):
+    ``u`` is the score that should rank higher."""
+    return (1.0 - np.asarray(u) + np.asarray(v)) ** 2
+
+
+def square_pair_loss_grad(u, v):
+    """``(dl/du, dl/dv)`` of :func:`square_pair_loss`: the ``l'_1 .. l'_6`` of
+    paper 003 Eq. (11) for the square loss."""
+    r = 1.0 - np.asarray(u) + np.asarray(v)
+    return -2.0 * r, 2.0 * r
+
+
+def _pair_mean(a, b):
+    """Mean of ``(1 - a_i + b_j)^2`` over all pairs, in O(len(a) + len(b)):
+    ``(1 - mean a + mean b)^2 + Var a + Var b``."""
+    return (1.0 - a.mean() + b.mean()) ** 2 + a.var() + b.var()
+
+
+def _pair_grad(a, b):
+    """Gradient of :func:`_pair_mean` w.r.t. ``a`` and ``b`` (all-pairs sums of
+    ``l'`` in O(len(a) + len(b)))."""
+    ga = -2.0 / a.size * (1.0 - a + b.mean())
+    gb = 2.0 / b.size * (1.0 - a.mean() + b)
+    return ga, gb
+
+
+def pnu_auc_risk(fP, fN, fU, gamma: float) -> float:
+    """Empirical PNU AUC risk, paper 003 Eq. (8) with the square loss.
+
+    ``R_PN``, ``R_PU`` and ``R_NU`` (Eq. 2-4) are means over all pairs of the
+    given positive, negative and unlabeled scores.
+    """
+    fP, fN, fU = (np.asarray(v, dtype=np.float64) for v in (fP, fN, fU))
+    r_pn = _pair_mean(fP, fN)
+    r_pu = _pair_mean(fP, fU)
+    r_nu = _pair_mean(fU, fN)
+    return (1.0 - gamma) * (r_pu + r_nu - 0.5) + gamma * r_pn
+
+
+def pnu_auc_risk_grad(fP, fN, fU, gamma: float):
+    """Derivative of :func:`pnu_auc_risk` w.r.t. each score: ``(gP, gN, gU)``.
+
+    These are the per-point weights of the stochastic functional gradient,
+    paper 003 Eq. (12) summed over all pairs of a minibatch: the functional
+    gradient is ``sum_i g_i k(x_i, .)``, and with random features Eq. (13)
+    ``sum_i g_i phi(x_i) phi(.)``. With one point per set it is exactly
+    ``gamma (l'_1, l'_2) + (1 - gamma) (l'_3 + 0, l'_6, l'_4 + l'_5)``.
+    """
+    fP, fN, fU = (np.asarray(v, dtype=np.float64) for v in (fP, fN, fU))
+    gP_pn, gN_pn = _pair_grad(fP, fN)
+    gP_pu, gU_pu = _pair_grad(fP, fU)
+    gU_nu, gN_nu = _pair_grad(fU, fN)
+    gP = gamma * gP_pn + (1.0 - gamma) * gP_pu
+    gN = gamma * gN_pn + (1.0 - gamma) * gN_nu
+    gU = (1.0 - gamma) * (gU_pu + gU_nu)
+    return gP, gN, gU
+
+
+def step_theta(eta0: float, t: int) -> float:
+    """Step size ``eta_t = theta / t`` of paper 003 Lemma 2 (``t`` from 1)."""
+    return eta0 / t
+
+
+# --------------------------------------------------- shared AUC behaviour --
+class _AUCRankerMixin:
+    """predict / predict_proba / score shared by QSG-S2AUC and the baselines.
+
+    A pairwise loss only sees differences ``f(x) - f(x')``: the scores have no
+    natural zero. ``decision_function`` therefore returns ``f(x) - threshold_``
+    with ``threshold_`` the ``(1 - prior_)`` quantile of ``f`` on the unlabeled
+    training points (on the labeled ones when there are none), so that a
+    fraction ``prior_`` of the unlabeled data is predicted positive and
+    ``predict`` is the sign of ``decision_function``.
+    """
+
+    def _split_classes(self, y, labeled, classes):
+        if classes.size != 2:
+            raise ValueError(
+                f"{type(self).__name__} ranks two classes (AUC); got "
+                f"{classes.size} labeled classes {classes.tolist()}."
+            )
+        pos = labeled & (y == classes[1])
+        neg = labeled & (y == classes[0])
+        return pos, neg
+
+    def _resolve_prior(self, n_pos: int, n_neg: int) -> float:
+        """``prior`` if given, else the labeled class fraction.
+
+        The labeled fraction is unbiased for ``pi`` when labels are missing
+        completely at random (the setting of paper 003 Sec. 3.2, and of its
+        protocol: 200 points drawn at random are labeled). Its standard error
+        ``sqrt(pi (1 - pi) / n_l)`` is reported in a warning when above 0.05.
+        """
+        if self.prior is not None:
+            return float(self.prior)
+        n_l = n_pos + n_neg
+        pi = n_pos / n_l
+        se = math.sqrt(pi * (1.0 - pi) / n_l)
+        if se > _PRIOR_SE_WARN:
+            warnings.warn(
+                f"prior=None: using the labeled fraction {pi:.3f} of class "
+                f"{self.classes_[1]!r} as the class prior; with {n_l} labeled "
+                f"points its standard error is {se:.3f}. Pass prior= if known "
+                "(it only sets the decision threshold of predict).",
+                UserWarning,
+                stacklevel=3,
+            )
+        return float(min(max(pi, 1e-3), 1.0 - 1e-3))
+
+    def _quantile_threshold(self, f_ref: np.ndarray) -> float:
+        return float(np.quantile(f_ref, 1.0 - self.prior_))
+
+    def _fit_platt(self, XL, y01):
+        fL = self.decision_function(XL)
+        self.platt_ = np.array(fit_platt(fL, y01))
+
+    def predict(self, X):
+        """Class labels: ``classes_[1]`` where ``decision_function > 0``."""
+        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+
+    def predict_proba(self, X):
+        """Probabilities by Platt scaling fitted on the labeled training
+        points' decision values (the only points with known labels)."""
+        p = platt_proba(self.decision_function(X), *self.platt_)
+        return np.column_stack([1.0 - p, p])
+
+    def score(self, X, y, sample_weight=None):
+        """AUC of ``decision_function`` on the labeled samples of ``(X, y)``.
+
+        Samples with ``y == -1`` are ignored; both classes must be present.
+        """
+        check_is_fitted(self)
+        y = np.asarray(y)
+        lab = y != UNLABELED
+        yl = y[lab]
+        if yl.size == 0 or np.unique(yl).size < 2:
+            raise ValueError("score (AUC) needs labeled samples of both classes.")
+        unknown = np.setdiff1d(np.unique(yl), self.classes_)
+        if unknown.size:
+            raise ValueError(f"y holds labels {unknown.tolist()} not in classes_.")
+        f = self.decision_function(np.asarray(X)[lab])
+        sw = None if sample_weight is None else np.asarray(sample_weight)[lab]
+        return float(roc_auc_score(yl == self.classes_[1], f, sample_weight=sw))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        tags.classifier_tags.multi_class = False
+        return tags
+
+
+# ------------------------------------------------------------- QSG-S2AUC ---
+@register
+class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
+    """Semi-supervised AUC maximization by quadruply stochastic gradients.
+
+    Minimizes paper 003 Eq. (9): the PNU AUC risk Eq. (8) with the square
+    pairwise loss plus ``lam / 2 ||f||_H^2``. Iteration ``t`` (Algorithm 1)
+    samples ``batch_size`` positives, negatives and unlabeled points (with
+    replacement; fewer when a set is smaller) and a fresh block of
+    ``block_size`` random features generated from ``(seed, t)``, forms the
+    quadruply stochastic functional gradient Eq. (13) over all P-N, P-U and U-N
+    pairs of the minibatches, and applies Eq. (14)-(16)::
+
+        f_{t+1} = (1 - eta_t lam) f_t - eta_t zeta_t,   eta_t = eta0 / t.
+
+    (``FunctionalModel.step`` shrinks by ``1 - g`` and adds ``-g G``; we pass
+    ``g = eta_t lam`` and ``G = zeta_t / lam``.) With ``batch_size=1`` and
+    ``block_size=1`` this is the printed algorithm with one triplet per step.
+
+    Unlabeled samples are marked ``y == -1`` in ``fit(X, y)``; exactly two
+    labeled classes are required, ``classes_[1]`` is the positive class.
+
+    Parameters
+    ----------
+    gamma : float in [0, 1], default=0.5
+        Trade-off of Eq. (8): weight of the supervised PN risk; ``1 - gamma``
+        weighs the PU + NU part. ``gamma=1`` ignores the unlabeled data.
+    prior : float in (0, 1) or None, default=None
+        Positive class prior ``pi``. Training does not use it (Eq. 8 is
+        prior-free); it sets the threshold: ``predict`` labels positive the
+        top ``prior`` fraction of the unlabeled training scores. None estimates
+        it by the labeled class fraction (unbiased when labels are missing at
+        random; a warning is issued when its standard error exceeds 0.05).
+    lam : float > 0, default=1e-4
+        RKHS regularization ``lambda`` of Eq. (9).
+    kernel : {"rbf", "laplacian", "poly"}, default="rbf"
+    sigma : float, default=1.0
+        Kernel width, ``exp(-sigma ||x - x'||^2)`` (paper 003 Sec. 6.1).
+    degree, coef0 : polynomial kernel ``(sigma <x, x'> + coef0) ** degree``.
+    batch_size : int, default=256
+        Size of each of the P, N and U minibatches.
+    block_size : int, default=64
+        Random features drawn per iteration (the fourth source of randomness).
+    n_passes : float, default=1.0
+        Iterations ``T = ceil(n_passes * n_u / batch_size)`` (one pass over the
+        unlabeled data); at least ``min_iter``.
+    min_iter : int, default=100
+        Lower bound on ``T`` so that small unlabeled sets still get enough
+        steps for the ``theta / t`` schedule.
+    max_iter : int or None, default=None
+        Overrides ``n_passes``/``min_iter`` when given.
+    eta0 : float, default=1.0
+        ``theta`` of the step ``eta_t = theta / t``. ``eta0 * lam`` must be at
+        most 2: above, ``1 - eta_t lam`` is below -1 for some ``t >= 2`` and the
+        update amplifies ``f``. Paper 003's Theorem 1 asks for
+        ``theta lam in (1, 2)``; with the small default ``lam`` this is not met
+        and the method behaves as plain ``1/t`` SGD (better AUC on our
+        benchmarks, see BENCHMARKS.md).
+    max_features : int or None, default=None
+        Feature budget: once reached no block is added and steps update the
+        existing blocks cyclically (not in the paper; bounds the cost per step).
+    dtype : {"float32", "float64"}, default="float32"
+    random_state : int, RandomState instance or None
+        Seeds the minibatch stream and the feature blocks.
+    callback : callable or None
+        ``callback(estimator, n_iter)`` every ``callback_every`` iterations
+        with the estimator usable for ``decision_function``/``score``.
+    callback_every : int, default=10
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,), the real classes (never -1).
+    coef_ : ndarray (1, n_features_model_), random-feature coefficients.
+    spec_ : FeatureSpec, the seeds and layout that regenerate the features.
+    threshold_ : float, the ``(1 - prior_)`` quantile of ``f`` on unlabeled data.
+    prior_ : float, the prior used for the threshold.
+    n_blocks_, n_iter_, seed_, platt_, fit_time_curve_
+    """
+
+    _parameter_constraints = {
+        "gamma": [Interval(Real, 0, 1, closed="both")],
+        "prior": [Interval(Real, 0, 1, closed="neither"), None],
+        "lam": [Interval(Real, 0, None, closed="neither")],
+        "kernel": [StrOptions(set(RANDOM_FEATURE_KERNELS))],
+        "sigma": [Interval(Real, 0, None, closed="neither")],
+        "degree": [Interval(Integral, 1, None, closed="left")],
+        "coef0": [Interval(Real, 0, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "block_size": [Interval(Integral, 1, None, closed="left")],
+        "n_passes": [Interval(Real, 0, None, closed="neither")],
+        "min_iter": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "eta0": [Interval(Real, 0, None, closed="neither")],
+        "max_features": [Interval(Integral, 1, None, closed="left"), None],
+        "dtype": [StrOptions({"float32", "float64"})],
+        "random_state": ["random_state"],
+        "callback": [callable, None],
+        "callback_every": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def __init__(
+        self,
+        *,
+        gamma=0.5,
+        prior=None,
+        lam=1e-4,
+        kernel="rbf",
+        sigma=1.0,
+        degree=2,
+        coef0=1.0,
+        batch_size=256,
+        block_size=64,
+        n_passes=1.0,
+        min_iter=100,
+        max_iter=None,
+        eta0=1.0,
+        max_features=None,
+        dtype="float32",
+        random_state=None,
+        callback=None,
+        callback_every=10,
+    ):
+        self.gamma = gamma
+        self.prior = prior
+        self.lam = lam
+        self.kernel = kernel
+        self.sigma = sigma
+        self.degree = degree
+        self.coef0 = coef0
+        self.batch_size = batch_size
+        self.block_size = block_size
+        self.n_passes = n_passes
+        self.min_iter = min_iter
+        self.max_iter = max_iter
+        self.eta0 = eta0
+        self.max_features = max_features
+        self.dtype = dtype
+        self.random_state = random_state
+        self.callback = callback
+        self.callback_every = callback_every
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit on positive, negative and unlabeled samples (Algorithm 1).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Two class labels (``classes_[1]`` is positive); ``-1`` marks an
+            unlabeled sample. Both classes and at least one unlabeled sample
+            are required.
+        """
+        X, y, labeled, classes = validate_semi_supervised(self, X, y)
+        self.classes_ = classes
+        pos, neg = self._split_classes(y, labeled, classes)
+        if self.eta0 * self.lam > 2.0:
+            raise ValueError(
+                f"eta0 * lam = {self.eta0 * self.lam:g} > 2: the shrink factor "
+                "1 - eta_t lam of Eq. (16) would fall below -1 and amplify f. "
+                "Lower eta0 or lam."
+            )
+        dtype = np.dtype(self.dtype)
+        XP = np.ascontiguousarray(X[pos], dtype=dtype)
+        XN = np.ascontiguousarray(X[neg], dtype=dtype)
+        XU = np.ascontiguousarray(X[~labeled], dtype=dtype)
+        n_p, n_n, n_u = XP.shape[0], XN.shape[0], XU.shape[0]
+        self.prior_ = self._resolve_prior(n_p, n_n)
+
+        seed = seed_from_random_state(self.random_state)
+        self.seed_ = seed
+        B = int(self.block_size)
+        if self.max_features is None:
+            max_blocks = 2**62
+        elif self.max_features < B:
+            raise ValueError(
+                f"max_features={self.max_features} is smaller than one block "
+                f"(block_size={B})."
+            )
+        else:
+            max_blocks = int(self.max_features) // B
+        spec = FeatureSpec(
+            self.kernel, self.sigma, self.degree, self.coef0, X.shape[1], B, seed,
+            dtype,
+        )
+        model = FunctionalModel(spec, 1, max_blocks)
+        if self.max_iter is not None:
+            T = int(self.max_iter)
+        else:
+            T = max(int(self.min_iter),
+                    math.ceil(self.n_passes * n_u / self.batch_size))
+        # Minibatches come from their own stream (Philox keyed by the seed),
+        # independent of the counter-based feature blocks.
+        rng = np.random.Generator(np.random.Philox(key=seed))
+        m_p, m_n, m_u = (min(self.batch_size, k) for k in (n_p, n_n, n_u))
+        # Fixed unlabeled sample for the threshold (identical at every callback).
+        n_thr = min(n_u, _THRESHOLD_SAMPLE)
+        thr_idx = np.sort(
+            np.random.Generator(np.random.Philox(key=seed + 1)).choice(
+                n_u, size=n_thr, replace=False
+            )
+        )
+        XU_thr = XU[thr_idx]
+        gamma, lam, eta0 = float(self.gamma), float(self.lam), float(self.eta0)
+        self.n_iter_ = 0
+        self.fit_time_curve_ = []
+        t_start = time.perf_counter()
+        with blas_single_thread():
+            for t in range(T):
+                ip = rng.integers(0, n_p, size=m_p)
+                in_ = rng.integers(0, n_n, size=m_n)
+                iu = rng.integers(0, n_u, size=m_u)
+                Xb = np.concatenate([XP[ip], XN[in_], XU[iu]])
+                fb = model.evaluate(Xb)[:, 0]
+                check_divergence(fb, "eta0 (step size)")
+                gP, gN, gU = pnu_auc_risk_grad(
+                    fb[:m_p], fb[m_p : m_p + m_n], fb[m_p + m_n :], gamma
+                )
+                eta = step_theta(eta0, t + 1)
+                # Eq. (15)-(16) through the shared step f <- (1-g) f - g G phi:
+                # g = eta lam is the shrink, G = zeta / lam the loss weights.
+                G = np.concatenate([gP, gN, gU])[:, None] / lam
+                model.step(Xb, G, eta * lam, t)
+                self.n_iter_ = t + 1
+                if self.callback is not None and (t + 1) % self.callback_every == 0:
+                    self._set_model_state(model, XU_thr)
+                    self.fit_time_curve_.append(
+                        (t + 1, time.perf_counter() - t_start)
+                    )
+                    self.callback(self, t + 1)
+            self._set_model_state(model, XU_thr)
+        model.release()
+        XL = X[labeled]
+        self._fit_platt(XL, (y[labeled] == classes[1]).astype(float))
+        return self
+
+    def _set_model_state(self, model: FunctionalModel, XU_thr):
+        """Expose the current expansion as fitted attributes (usable mid-fit)."""
+        self.spec_ = model.spec
+        self.n_blocks_ = model.n_blocks
+        self.coef_ = model.coefficients()
+        check_divergence(self.coef_, "eta0 (step size)")
+        self.n_features_model_ = model.n_features
+        self.threshold_ = self._quantile_threshold(model.evaluate(XU_thr)[:, 0])
+        if not hasattr(self, "platt_"):
+            # predict_proba mid-fit: a neutral sigmoid until Platt is fitted.
+            self.platt_ = np.array([-1.0, 0.0])
+
+    def decision_function(self, X):
+        """``f(x) - threshold_``, ``f`` regenerated from the seeds
+        (Algorithm 2). Larger means more likely positive; AUC-ranked."""
+        check_is_fitted(self)
+        X = validate_predict(self, X)
+        f = self.spec_.decision(X, self.coef_, self.n_blocks_)[:, 0]
+        return f - self.threshold_
+
+    def _artifact_state(self):
+        meta = {
+            "spec": self.spec_.to_dict(),
+            "n_blocks": self.n_blocks_,
+            "n_iter": self.n_iter_,
+            "seed": self.seed_,
+            "prior": self.prior_,
+            "threshold": self.threshold_,
+            "n_features_in": self.n_features_in_,
+        }
+        arrays = {
+            "coef": self.coef_,
+            "classes": self.classes_,
+            "platt": self.platt_,
+        }
+        return meta, arrays
+
+    def _set_artifact_state(self, meta, arrays):
+        self.spec_ = FeatureSpec.from_dict(meta["spec"])
+        self.n_blocks_ = int(meta["n_blocks"])
+        self.n_iter_ = int(meta["n_iter"])
+        self.seed_ = int(meta["seed"])
+        self.prior_ = float(meta["prior"])
+        self.threshold_ = float(meta["threshold"])
+        self.n_features_in_ = int(meta["n_features_in"])
+        self.coef_ = arrays["coef"]
+        self.classes_ = arrays["classes"]
+        self.platt_ = arrays["platt"]
+        self.n_features_model_ = self.coef_.shape[1]
+        if self.coef_.shape[1] != self.n_blocks_ * self.spec_.block_size:
+            raise ValueError("model file: coefficient count does not match layout")
+
+
+# ------------------------------------------- exact-kernel closed forms ------
+def pairwise_square_closed_form(K, sets, terms, lam):
+    """Exact minimizer of ``sum_s w_s R_s(f) + lam/2 ||f||_H^2`` over the span
+    of the training points, for pairwise square-loss risks.
+
+    ``R_s = mean_{i in A_s, j in B_s} (1 - f(x_i) + f(x_j))^2`` (all pairs;
+    ``A_s == B_s`` allowed, i = j included as in Sakai et al.'s code). With
+    ``f = K theta`` the gradient in ``f`` is ``sum_s w_s (2 D_s f - 2 e_s)``,
+    ``e_s = 1_A/|A| - 1_B/|B|``,
+    ``D_s = diag(1_A/|A| + 1_B/|B|) - a b^T - b a^T``; stationarity
+    ``K (2 D K theta - 2 e) + lam K theta = 0`` holds when
+    ``(D K + lam/2 I) theta = e`` -- an n x n LU solve, O(n^3).
+
+    Parameters
+    ----------
+    K : ndarray (n, n), kernel matrix of the training points.
+    sets : dict name -> index array.
+    terms : list of ``(A, B, w)`` set names and weights.
+    lam : float > 0.
+    """
+    n = K.shape[0]
+    dvec = np.zeros(n)
+    e = np.zeros(n)
+    DK = np.zeros((n, n))
+    for A, B, w in terms:
+        if w == 0.0:
+            continue
+        a = np.zeros(n)
+        a[sets[A]] = 1.0 / sets[A].size
+        b = np.zeros(n)
+        b[sets[B]] = 1.0 / sets[B].size
+        dvec += w * (a + b)
+        e += w * (a - b)
+        DK -= w * (np.outer(a, b @ K) + np.outer(b, a @ K))
+    DK += dvec[:, None] * K
+    DK[np.diag_indices(n)] += lam / 2.0
+    return scipy.linalg.solve(DK, e, check_finite=False)
+
+
+class _ExactAUCBase(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
+    """Exact-kernel pairwise square-loss AUC by :func:`pairwise_square_closed_form`."""
+
+    _parameter_constraints = {
+        "prior": [Interval(Real, 0, 1, closed="neither"), None],
+        "lam": [Interval(Real, 0, None, closed="neither")],
+        "kernel": [StrOptions(set(KERNEL_CODES))],
+        "sigma": [Interval(Real, 0, None, closed="neither")],
+        "degree": [Interval(Integral, 1, None, closed="left")],
+        "coef0": [Interval(Real, 0, None, closed="left")],
+        "max_samples": [Interval(Integral, 1, None, closed="left")],
+    }
+    _require_unlabeled = True
+    _labeled_only = False
+
+    def _terms(self):
+        raise NotImplementedError
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit on labeled and unlabeled samples (``y == -1`` unlabeled); two
+        labeled classes, ``classes_[1]`` positive."""
+        X, y, labeled, classes = validate_semi_supervised(
+            self, X, y, require_unlabeled=self._require_unlabeled
+        )
+        self.classes_ = classes
+        pos, neg = self._split_classes(y, labeled, classes)
+        keep = labeled if self._labeled_only else np.ones(X.shape[0], bool)
+        Xfit = X[keep]
+        if Xfit.shape[0] > self.max_samples:
+            raise ValueError(
+                f"{type(self).__name__} solves an n x n system (O(n^3)); "
+                f"n={Xfit.shape[0]} > max_samples={self.max_samples}. "
+                "Subsample the unlabeled data or raise max_samples."
+            )
+        sets = {
+            "P": np.flatnonzero(pos[keep]),
+            "N": np.flatnonzero(neg[keep]),
+            "U": np.flatnonzero(~labeled[keep]),
+        }
+        self.prior_ = self._resolve_prior(sets["P"].size, sets["N"].size)
+        K = self._kernel(Xfit, Xfit)
+        with blas_single_thread():
+            theta = pairwise_square_closed_form(K, sets, self._terms(), self.lam)
+        check_divergence(theta, "lam (regularization) upwards")
+        self.X_fit_ = Xfit
+        self.coef_ = theta
+        f = K @ theta
+        ref = sets["U"] if sets["U"].size else np.concatenate([sets["P"], sets["N"]])
+        self.threshold_ = self._quantile_threshold(f[ref])
+        self._fit_platt(X[labeled], (y[labeled] == classes[1]).astype(float))
+        return self
+
+    def _kernel(self, A, B):
+        return kernel_matrix(A, B, self.kernel, self.sigma, self.degree, self.coef0)
+
+    def decision_function(self, X):
+        """``sum_i theta_i k(x_i, x) - threshold_`` over the training points."""
+        check_is_fitted(self)
+        X = validate_predict(self, X)
+        return self._kernel(X, self.X_fit_) @ self.coef_ - self.threshold_
+
+    def _artifact_state(self):
+        meta = {"prior": self.prior_, "threshold": self.threshold_,
+                "n_features_in": self.n_features_in_}
+        arrays = {"X_fit": self.X_fit_, "coef": self.coef_,
+                  "classes": self.classes_, "platt": self.platt_}
+        return meta, arrays
+
+    def _set_artifact_state(self, meta, arrays):
+        self.prior_ = float(meta["prior"])
+        self.threshold_ = float(meta["threshold"])
+        self.n_features_in_ = int(meta["n_features_in"])
+        self.X_fit_ = arrays["X_fit"]
+        self.coef_ = arrays["coef"]
+        self.classes_ = arrays["classes"]
+        self.platt_ = arrays["platt"]
+
+
+@register
+class PNUAUC(_ExactAUCBase):
+    """PNU-AUC (Sakai, Niu, Sugiyama 2018) with the square loss, exact kernel.
+
+    For ``eta >= 0`` the risk is ``(1 - eta) R_PN + eta R~_PU`` with the
+    unbiased PU-AUC risk ``R~_PU = (R_PU - pi R_PP) / (1 - pi)``; for
+    ``eta < 0`` it is ``(1 + eta) R_PN - eta R~_NU`` with
+    ``R~_NU = (R_NU - (1 - pi) R_NN) / pi`` (Sakai et al. 2018, the square-loss
+    solver of their released code, ``PNU_AUC_SL.m``). Unlike Sakai's code,
+    which uses 200 random basis functions and a Euclidean penalty, we use
+    every training point as a basis function and the RKHS penalty
+    ``lam/2 ||f||_H^2`` of paper 003 Eq. (9), so ``lam`` means the same as in
+    :class:`QSGS2AUC`. O(n^3): refuses ``n > max_samples``.
+
+    Unlabeled samples are marked ``y == -1`` in ``fit(X, y)``.
+
+    Parameters
+    ----------
+    eta : float in [-1, 1], default=0.5
+        PNU trade-off (paper 003 searches it in [-1, 1]).
+    prior : float or None, default=None
+        Class prior ``pi`` of the positives; it enters the risk. None uses the
+        labeled fraction (paper 003 sets it to the training-set proportion).
+    lam, kernel, sigma, degree, coef0 : as :class:`QSGS2AUC`.
+    max_samples : int, default=5000
+    """
+
+    _parameter_constraints = {
+        **_ExactAUCBase._parameter_constraints,
+        "eta": [Interval(Real, -1, 1, closed="both")],
+    }
+
+    def __init__(self, *, eta=0.5, prior=None, lam=1e-3, kernel="rbf", sigma=1.0,
+                 degree=2, coef0=1.0, max_samples=5000):
+        self.eta = eta
+        self.prior = prior
+        self.lam = lam
+        self.kernel = kernel
+        self.sigma = sigma
+        self.degree = degree
+        self.coef0 = coef0
+        self.max_samples = max_samples
+
+    def _terms(self):
+        pi, eta = self.prior_, float(self.eta)
+        if eta >= 0:
+            w = eta / (1.0 - pi)
+            return [("P", "N", 1.0 - eta), ("P", "U", w), ("P", "P", -pi * w)]
+        w = -eta / pi
+        return [("P", "N", 1.0 + eta), ("U", "N", w), ("N", "N", -(1.0 - pi) * w)]
+
+
+@register
+class SupervisedKernelAUC(_ExactAUCBase):
+    """Supervised kernel AUC: the PN square-loss AUC risk (paper 003 Eq. 2)
+    plus ``lam/2 ||f||_H^2`` on the labeled points only, exact kernel.
+
+    ``fit(X, y)`` accepts ``y == -1`` (those samples are ignored), so it runs
+    in the same harness as the semi-supervised methods. Parameters as
+    :class:`PNUAUC` without ``eta``.
+    """
+
+    _require_unlabeled = False
+    _labeled_only = True
+
+    def __init__(self, *, prior=None, lam=1e-3, kernel="rbf", sigma=1.0,
+                 degree=2, coef0=1.0, max_samples=5000):
+        self.prior = prior
+        self.lam = lam
+        self.kernel = kernel
+        self.sigma = sigma
+        self.degree = degree
+        self.coef0 = coef0
+        self.max_samples = max_samples
+
+    def _terms(self):
+        return [("P", "N", 1.0)]
+
+
+@register
+class ExactS2AUC(_ExactAUCBase):
+    """Exact-kernel minimizer of paper 003 Eq. (8)-(9) (square loss): the
+    objective :class:`QSGS2AUC` approximates with random features and
+    stochastic steps. It plays SAMULT's role in paper 003's comparison
+    (a prior-free PU + NU risk solved in O(n^3)); it is *not* a port of Xie &
+    Li's SAMULT code, which we did not have.
+
+    Unlabeled samples are marked ``y == -1`` in ``fit(X, y)``.
+
+    Parameters
+    ----------
+    gamma : float in [0, 1], default=0.5
+        Trade-off of Eq. (8).
+    prior, lam, kernel, sigma, degree, coef0, max_samples : as :class:`PNUAUC`
+        (``prior`` only sets the threshold).
+    """
+
+    _parameter_constraints = {
+        **_ExactAUCBase._parameter_constraints,
+        "gamma": [Interval(Real, 0, 1, closed="both")],
+    }
+
+    def __init__(self, *, gamma=0.5, prior=None, lam=1e-3, kernel="rbf",
+                 sigma=1.0, degree=2, coef0=1.0, max_samples=5000):
+        self.gamma = gamma
+        self.prior = prior
+        self.lam = lam
+        self.kernel = kernel
+        self.sigma = sigma
+        self.degree = degree
+        self.coef0 = coef0
+        self.max_samples = max_samples
+
+    def _terms(self):
+        g = float(self.gamma)
+        return [("P", "N", g), ("P", "U", 1.0 - g), ("U", "N", 1.0 - g)]
