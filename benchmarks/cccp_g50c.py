@@ -32,8 +32,8 @@ def main():
     s0 = median_sigma(X)
     rows = ssl_rows(
         X, y, splits,
-        C_grid=[0.1, 1.0, 10.0, 100.0],
-        sigma_grid=[s0 * m for m in (0.25, 0.5, 1.0, 2.0, 4.0)],
+        C_grid=[0.1, 0.3, 1.0, 3.0, 10.0, 100.0],
+        sigma_grid=[s0 * m for m in (0.125, 0.25, 0.5, 1.0, 2.0, 4.0)],
         s_grid=[0.0, -0.1, -0.3, -0.5, -0.7],
         cstar_factors=[0.3, 1.0, 3.0, 10.0],
     )
