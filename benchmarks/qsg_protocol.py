@@ -1,0 +1,192 @@
+"""Paper 003 protocol: QSG-S2AUC vs exact-kernel PNU-AUC and supervised kernel AUC.
+
+Protocol (paper 003 Sec. 6.2): features scaled to [0, 1] (min-max on the
+training pool), 200 randomly drawn labeled points, the rest of the training pool
+unlabeled, AUC on a held-out test set. Two unlabeled sizes per data set:
+
+* ``small``: 4,800 unlabeled (n = 5,000), where the O(n^3) baselines run;
+* ``large``: up to ``--n-large`` unlabeled (QSG-S2AUC only; the supervised
+  baseline uses the same 200 labels and is repeated for reference).
+
+Hyper-parameters. The paper picks (lambda, sigma, gamma) by 5-fold CV. That is
+too slow for the O(n^3) baselines on our shared 2-core machine, so ``--select``
+runs a pilot on a separate split (seed 1000, never an evaluation seed) with
+n_u = 1,000 and picks each method's grid point by AUC on a fully labeled
+validation set of 2,000 pool points. This uses labels the semi-supervised
+setting would not have -- it is optimistic for every method alike and stated
+with the results. The chosen points are printed and then used for all seeds.
+
+Usage::
+
+    NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/qsg_protocol.py \
+        --datasets cod-rna ijcnn1 skin --seeds 0 1 2 --select
+"""
+
+from __future__ import annotations
+
+import argparse
+import bz2
+import itertools
+import json
+import lzma
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn.datasets import load_svmlight_file
+from sklearn.metrics import roc_auc_score
+
+from weakkernels.qsg_s2auc import PNUAUC, QSGS2AUC, SupervisedKernelAUC
+
+DATA = Path(os.environ.get("WEAKKERNELS_DATA", "/work/shared/data/raw"))
+N_LABELED = 200
+N_TEST = 5000
+
+
+def load(name: str):
+    """``(X, y01)`` with 1 = the class LIBSVM calls +1 (skin: the skin class)."""
+    if name == "cod-rna":
+        with lzma.open(DATA / "cod-rna/cod-rna.dense.txt.xz") as fh:
+            a = np.loadtxt(fh)
+        return a[:, 1:], (a[:, 0] > 0).astype(int)
+    if name == "ijcnn1":
+        with bz2.open(DATA / "ijcnn1/ijcnn1.trn.bz2") as fh:
+            X, y = load_svmlight_file(fh, n_features=22)
+        return X.toarray(), (y > 0).astype(int)
+    if name == "skin":
+        with lzma.open(DATA / "skin_nonskin/Skin_NonSkin.txt.xz") as fh:
+            a = np.loadtxt(fh)
+        return a[:, :3], (a[:, 3] == 1).astype(int)
+    if name == "higgs":
+        parts = []
+        for f in ("binary.train.xz", "binary.test.xz"):
+            with lzma.open(DATA / "higgs_lightgbm_subset" / f) as fh:
+                parts.append(np.loadtxt(fh))
+        a = np.concatenate(parts)
+        return a[:, 1:], (a[:, 0] > 0).astype(int)
+    raise ValueError(name)
+
+
+def split(X, y, seed: int, n_u: int, n_test: int = N_TEST, n_val: int = 0):
+    """Test / validation / pool split, [0, 1] scaling on the pool, 200 labeled.
+
+    Returns ``X_train, y_semi, X_test, y_test, X_val, y_val, y_train_true``.
+    """
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(y.size)
+    n_test = min(n_test, y.size // 4)
+    te, va, pool = perm[:n_test], perm[n_test : n_test + n_val], perm[n_test + n_val :]
+    lo, hi = X[pool].min(axis=0), X[pool].max(axis=0)
+    span = np.where(hi > lo, hi - lo, 1.0)
+
+    def scale(Z):
+        return np.clip((Z - lo) / span, 0.0, 1.0)
+
+    lab, unl = pool[:N_LABELED], pool[N_LABELED : N_LABELED + n_u]
+    tr = np.concatenate([lab, unl])
+    y_semi = np.concatenate([y[lab], np.full(unl.size, -1)])
+    return scale(X[tr]), y_semi, scale(X[te]), y[te], scale(X[va]), y[va], y[tr]
+
+
+SIGMAS = (0.125, 0.5, 2.0, 8.0)
+GRIDS = {
+    "QSG-S2AUC": [
+        dict(sigma=s, lam=lam, eta0=e, gamma=g)
+        for s, lam, e, g in itertools.product(
+            SIGMAS, (1e-4, 1e-2), (25.0, 100.0), (0.2, 0.5, 0.8)
+        )
+    ],
+    "PNU-AUC": [
+        dict(sigma=s, lam=lam, eta=eta)
+        for s, lam, eta in itertools.product(
+            SIGMAS, (1e-3, 1e-2, 1e-1, 1.0), (-0.5, 0.0, 0.5)
+        )
+    ],
+    "Sup-AUC": [
+        dict(sigma=s, lam=lam)
+        for s, lam in itertools.product(SIGMAS, (1e-3, 1e-2, 1e-1, 1.0))
+    ],
+}
+
+
+def make(method: str, params: dict, seed: int):
+    if method == "QSG-S2AUC":
+        return QSGS2AUC(**params, random_state=seed)
+    if method == "PNU-AUC":
+        return PNUAUC(**params)
+    return SupervisedKernelAUC(**params)
+
+
+def select(X, y, methods):
+    """Pilot grid on seed 1000, n_u = 1000, AUC on 2000 labeled validation points."""
+    Xtr, ys, _, _, Xva, yva, _ = split(X, y, 1000, 1000, n_val=2000)
+    chosen = {}
+    for m in methods:
+        best = (-1.0, None)
+        for p in GRIDS[m]:
+            est = make(m, p, 1000).fit(Xtr, ys)
+            auc = roc_auc_score(yva, est.decision_function(Xva))
+            if auc > best[0]:
+                best = (auc, p)
+        chosen[m] = best[1]
+        print(f"  select {m}: {best[1]} (val AUC {best[0]:.4f})", flush=True)
+    return chosen
+
+
+def run(datasets, seeds, n_large, do_select, out):
+    results = {}
+    for name in datasets:
+        X, y = load(name)
+        print(f"== {name}: n={y.size}, d={X.shape[1]}, pos={y.mean():.3f}", flush=True)
+        methods = ["QSG-S2AUC", "PNU-AUC", "Sup-AUC"]
+        params = select(X, y, methods) if do_select else {m: {} for m in methods}
+        rows = {}
+        for seed in seeds:
+            for setting, n_u in (("small", 4800), ("large", n_large)):
+                Xtr, ys, Xte, yte, *_ = split(X, y, seed, n_u)
+                for m in methods:
+                    if setting == "large" and m == "PNU-AUC":
+                        continue  # O(n^3): out of reach by design
+                    est = make(m, params[m], seed)
+                    t0 = time.perf_counter()
+                    est.fit(Xtr, ys)
+                    dt = time.perf_counter() - t0
+                    auc = roc_auc_score(yte, est.decision_function(Xte))
+                    key = f"{m}|{setting}|{int((ys == -1).sum())}"
+                    rows.setdefault(key, []).append((auc, dt))
+                    print(f"  seed={seed} {setting:5s} n_u={(ys == -1).sum():6d} "
+                          f"{m:10s} AUC={auc:.4f} fit={dt:.2f}s", flush=True)
+        results[name] = {"params": params, "rows": rows}
+        if out:
+            Path(out).write_text(json.dumps(results, indent=1))
+    print("\n| data set | n_u | method | test AUC (mean ± std) | fit time (median s) |")
+    print("|---|---|---|---|---|")
+    for name, r in results.items():
+        for key, v in r["rows"].items():
+            m, setting, n_u = key.split("|")
+            a = np.array(v)
+            print(f"| {name} | {n_u} | {m} | {a[:, 0].mean():.4f} ± "
+                  f"{a[:, 0].std():.4f} | {np.median(a[:, 1]):.2f} |")
+    return results
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--datasets", nargs="+", default=["cod-rna", "ijcnn1", "skin"])
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    ap.add_argument("--n-large", type=int, default=40000)
+    ap.add_argument("--select", action="store_true")
+    ap.add_argument("--out", default="results/benchmark/qsg_protocol.json")
+    args = ap.parse_args(argv)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    # The labeled-fraction prior warning is expected here (200 labels).
+    warnings.filterwarnings("ignore", message="prior=None")
+    run(args.datasets, args.seeds, args.n_large, args.select, args.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
