@@ -22,7 +22,8 @@ venv: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests pipelines benchmarks
-	$(BIN)/python -m pytest -q tests
+	# pytest exits 5 when no test is collected: not a failure for CI
+	$(BIN)/python -m pytest -q tests || [ $$? -eq 5 ]
 
 repro: $(STAMP)
 	test -d .dvc || $(BIN)/dvc init --quiet
