@@ -47,15 +47,25 @@ from weakkernels.pipeline.storage import (
     repo_root,
     sha256_file,
 )
-from weakkernels.pipeline.tuning import mask_url, open_study, resolve_storage
+from weakkernels.pipeline.tuning import (
+    claim_trial,
+    mask_url,
+    open_study,
+    resolve_storage,
+)
 
 
 def run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
-              callback_every, seed, log_mlflow=True) -> float:
-    """Fit one configuration; report intermediate validation losses; return loss."""
+              callback_every, seed, log_mlflow=True, budget=None) -> float:
+    """Fit one configuration; report intermediate validation losses; return loss.
+
+    ``budget``: the study's total ``n_trials``, shared by every worker on the
+    same storage (:func:`claim_trial` refuses a trial beyond it)."""
     import mlflow
     import optuna
 
+    if budget is not None:
+        claim_trial(trial, budget)
     spec = MODELS[model]
     params = suggest(trial, model, overrides)
     sp, X_fit, y_fit, n_l, prior, scale = fit_data(model, X, y, split, n_unlabeled)
@@ -190,7 +200,8 @@ def tune(
                     o=overrides: run_trial(
                         t, m, X, y, s, nu, fixed=f, overrides=o,
                         callback_every=int(cfg.get("callback_every", 2)),
-                        seed=split_seed, log_mlflow=log_mlflow),
+                        seed=split_seed, log_mlflow=log_mlflow,
+                        budget=int(cfg["n_trials"])),
                     n_trials=remaining,
                     timeout=cfg.get("timeout_per_study"),
                     catch=(ValueError, ArithmeticError, np.linalg.LinAlgError),

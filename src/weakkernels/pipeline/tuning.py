@@ -10,19 +10,44 @@ finished trial:
 * trials left RUNNING by a killed process are marked FAIL (they never finished);
 * the TPE seed is ``sampler_seed + len(study.trials)``, so the resumed sampler
   does not replay the random start-up proposals of the first session.
+
+Several workers (processes, machines) may share one study on a database server
+(``postgresql+psycopg2://...``, ``mysql...``).  There, RUNNING trials may belong
+to live peers, so instead of failing them all a worker fails only trials whose
+heartbeat stopped (:data:`HEARTBEAT_S`, :data:`GRACE_S`); each worker's sampler
+seed also mixes in its host and process id (otherwise two workers started
+together would propose the same random start-up configurations); and
+:func:`claim_trial` keeps the total at exactly ``n_trials``.  Multi-worker studies
+are therefore not bit-reproducible (trial order depends on timing).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import socket
+import zlib
 from pathlib import Path
 
 from weakkernels.pipeline.tracking import main_repo_root
 
-__all__ = ["mask_url", "open_study", "resolve_storage"]
+__all__ = [
+    "BudgetExhausted",
+    "claim_trial",
+    "is_server_storage",
+    "mask_url",
+    "open_study",
+    "resolve_storage",
+]
 
 STORAGE_ENV = "WK_OPTUNA_STORAGE"
+HEARTBEAT_S = 10  # a running trial on a server storage refreshes this often
+GRACE_S = 60  # ... and is considered dead (FAIL) this long after its last beat
+
+
+def is_server_storage(url: str) -> bool:
+    """A database server that many workers can share (not a local file)."""
+    return url.split(":", 1)[0].split("+", 1)[0] in ("postgresql", "mysql")
 
 
 def resolve_storage(configured: str | None, root: str | os.PathLike) -> str:
@@ -60,7 +85,38 @@ def _storage_object(url: str):
         path = Path(url[len("journal:"):])
         path.parent.mkdir(parents=True, exist_ok=True)
         return JournalStorage(JournalFileBackend(str(path)))
+    if is_server_storage(url):
+        from optuna.storages import RDBStorage
+
+        return RDBStorage(url, heartbeat_interval=HEARTBEAT_S, grace_period=GRACE_S)
     return url
+
+
+class BudgetExhausted(ValueError):
+    """The study already has ``n_trials`` finished or running trials."""
+
+
+def claim_trial(trial, n_trials: int) -> None:
+    """Let ``trial`` run only if fewer than ``n_trials`` trials precede it.
+
+    Trial numbers are assigned atomically by the storage, so counting the
+    COMPLETE/PRUNED/RUNNING trials with a smaller number gives every worker the
+    same answer: exactly ``n_trials`` trials run in total.  A surplus trial
+    (another worker took the last slot) stops this worker's loop and is recorded
+    as FAIL with ``user_attrs["surplus"]``; it evaluated nothing.
+    """
+    from optuna.trial import TrialState
+
+    ahead = [
+        t for t in trial.study.get_trials(
+            deepcopy=False,
+            states=(TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING))
+        if t.number < trial.number
+    ]
+    if len(ahead) >= n_trials:
+        trial.set_user_attr("surplus", True)
+        trial.study.stop()
+        raise BudgetExhausted(f"study budget of {n_trials} trials is taken")
 
 
 def open_study(
@@ -85,12 +141,18 @@ def open_study(
         study_name=name, storage=_storage_object(storage), direction="minimize",
         pruner=pruner, load_if_exists=True,
     )
-    if fail_stale_running:
+    shared = is_server_storage(storage)
+    if fail_stale_running and shared:
+        optuna.storages.fail_stale_trials(study)  # dead heartbeats only
+    elif fail_stale_running:
         for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
             study._storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
     n_existing = len(study.get_trials(deepcopy=False))
+    seed = int(sampler_seed) + n_existing
+    if shared:
+        seed += zlib.crc32(f"{socket.gethostname()}:{os.getpid()}".encode())
     study.sampler = optuna.samplers.TPESampler(
-        seed=int(sampler_seed) + n_existing, n_startup_trials=int(n_startup_trials)
+        seed=seed % 2**32, n_startup_trials=int(n_startup_trials)
     )
     finished = study.get_trials(
         deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)
