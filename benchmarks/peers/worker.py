@@ -1,0 +1,284 @@
+"""Measure one method on one prepared split, in its own process.
+
+Called by ``benchmarks/harness.py`` (never imported by it) as::
+
+    <python> benchmarks/peers/worker.py job.json
+
+with the project's interpreter for our estimators and scikit-learn, or with a
+peer's own venv (``benchmarks/.peer-venvs/<peer>/bin/python``) for the published
+PyPI peers whose pins clash with ours.  Only NumPy and the standard library are
+imported at module level, so the file runs in every venv; each method imports
+what it needs inside its factory.
+
+The job file names the split (an ``.npz`` with ``X_train``, ``y_train`` (``-1`` =
+unlabeled; SU: ``1`` = similar-pair rows in consecutive pairs), ``X_test``,
+``y_test`` (0/1), ``X_val``, ``y_val``), the method, its parameters and where to
+write the result JSON.  Measured:
+
+* ``compile_s`` -- for numba-backed estimators, the first fit of a tiny problem
+  minus a second identical fit (JIT compilation or numba cache loading);
+* ``fit_s`` / ``predict_s`` -- wall time of ``fit`` on the split and of
+  ``decision_function``/``predict`` on the test set (``time.perf_counter``);
+* ``test_error`` (classification) or ``test_auc`` (AUC protocols);
+* ``rss_before_fit_mb`` and ``peak_rss_mb`` -- ``ru_maxrss`` of this process
+  (interpreter + libraries + data + fit);
+* ``model_bytes`` -- size of the saved model file (``est.save`` for ours, a
+  pickle for the others);
+* ``curve`` -- ``(n_iter, fit seconds excluding the curve's own evaluations,
+  validation error or AUC)`` through ``callback(est, n_iter)`` where the
+  estimator offers it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import resource
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+OURS_NUMBA = {"tsgs3vm", "frs3vm", "tsgsu", "qsgs2auc", "cccp_tsvm", "cuu"}
+CURVE_METHODS = {"tsgs3vm", "frs3vm", "tsgsu", "qsgs2auc"}
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _labeled(X, y):
+    m = y != -1
+    return X[m], y[m]
+
+
+class _LabeledOnly:
+    """Wrap a supervised estimator: fit on the labeled rows (``y != -1``)."""
+
+    def __init__(self, est):
+        self.est = est
+
+    def fit(self, X, y):
+        self.est.fit(*_labeled(X, y))
+        return self
+
+    def predict(self, X):
+        return self.est.predict(X)
+
+    def decision_function(self, X):
+        return self.est.decision_function(X)
+
+
+# --------------------------------------------------------------------- methods
+def make_estimator(method: str, p: dict, seed: int):
+    """Return an unfitted estimator with ``fit(X, y)`` (``-1`` = unlabeled)."""
+    if method == "svc":
+        from sklearn.svm import SVC
+
+        return _LabeledOnly(SVC(C=p["C"], gamma=p["sigma"]))
+    if method == "self_training":
+        from sklearn.semi_supervised import SelfTrainingClassifier
+        from sklearn.svm import SVC
+
+        return SelfTrainingClassifier(
+            SVC(C=p["C"], gamma=p["sigma"], probability=True, random_state=seed),
+            threshold=p.get("threshold", 0.75), max_iter=p.get("max_iter", 10))
+    if method == "label_spreading":
+        from sklearn.semi_supervised import LabelSpreading
+
+        return LabelSpreading(kernel="knn", n_neighbors=p.get("n_neighbors", 7),
+                              alpha=p.get("alpha", 0.2), max_iter=100)
+    if method == "rbf_sgd":
+        from sklearn.kernel_approximation import RBFSampler
+        from sklearn.linear_model import SGDClassifier
+        from sklearn.pipeline import make_pipeline
+
+        return _RBFSGD(make_pipeline(
+            RBFSampler(gamma=p["sigma"], n_components=p.get("n_components", 1000),
+                       random_state=seed),
+            SGDClassifier(loss="hinge", alpha=p.get("alpha", 1e-4),
+                          max_iter=p.get("max_iter", 50), random_state=seed)))
+    if method in ("tsgs3vm", "frs3vm"):
+        from weakkernels import FRS3VM, TSGS3VM
+
+        cls = TSGS3VM if method == "tsgs3vm" else FRS3VM
+        return cls(random_state=seed, **p)
+    if method == "cccp_tsvm":
+        from weakkernels import CCCPTSVM
+
+        return CCCPTSVM(**p)
+    if method == "tsgsu":
+        from weakkernels.tsgsu import TSGSU
+
+        return TSGSU(random_state=seed, **p)
+    if method == "cuu":
+        from weakkernels.tsgsu import CUU
+
+        return CUU(random_state=seed, **p)
+    if method == "susl":
+        from weakkernels.tsgsu import SUSL
+
+        return SUSL(random_state=seed, **p)
+    if method == "qsgs2auc":
+        from weakkernels import QSGS2AUC
+
+        return QSGS2AUC(random_state=seed, **p)
+    if method == "pnu_auc":
+        from weakkernels.qsg_s2auc import PNUAUC
+
+        return PNUAUC(**p)
+    if method == "supervised_auc":
+        from weakkernels.qsg_s2auc import SupervisedKernelAUC
+
+        return SupervisedKernelAUC(**p)
+    if method in ("qns3vm", "qns3vm_sparse"):
+        from qns3vm_adapter import QNS3VMAdapter
+
+        return QNS3VMAdapter(sparse=method == "qns3vm_sparse", seed=seed, **p)
+    if method == "pywsl_pnu":
+        from pywsl_adapter import PNUAdapter
+
+        return PNUAdapter(seed=seed, **p)
+    raise ValueError(f"unknown method {method!r}")
+
+
+class _RBFSGD(_LabeledOnly):
+    """RBFSampler + SGDClassifier (hinge) on the labeled points."""
+
+
+def tiny_problem(X, y, task: str):
+    """A small slice of the same split, for the compile warm-up fits."""
+    if task == "su":
+        S = np.flatnonzero(y == 1)[:40]
+        U = np.flatnonzero(y == -1)[:40]
+        idx = np.concatenate([S, U])
+    else:
+        lab = np.flatnonzero(y != -1)
+        lab = np.concatenate([lab[y[lab] == c][:10] for c in np.unique(y[lab])])
+        U = np.flatnonzero(y == -1)[:40]
+        idx = np.concatenate([lab, U])
+    return X[idx], y[idx]
+
+
+def _warm_params(method, p):
+    """Parameters of the warm-up fits: the same estimator, a few iterations."""
+    q = dict(p)
+    if method in ("tsgs3vm", "frs3vm", "qsgs2auc", "tsgsu", "cuu"):
+        q.pop("n_passes", None)
+        q["max_iter"] = 3
+    if method == "qsgs2auc":
+        q["min_iter"] = 1
+    if method in ("cuu", "susl"):
+        q["n_centers"] = 20
+    return q
+
+
+def scores(est, X):
+    if hasattr(est, "decision_function"):
+        try:
+            return np.asarray(est.decision_function(X), dtype=float)
+        except (AttributeError, NotImplementedError):
+            pass
+    P = est.predict_proba(X)
+    return np.asarray(P)[:, 1]
+
+
+def auc(y01, s) -> float:
+    """Mann-Whitney AUC with ties counted one half."""
+    from scipy.stats import rankdata
+
+    r = rankdata(s)
+    pos = y01 == 1
+    n1, n0 = pos.sum(), (~pos).sum()
+    return float((r[pos].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+
+
+def measure(job: dict) -> dict:
+    d = np.load(job["data"])
+    X, y = d["X_train"], d["y_train"]
+    Xt, yt = d["X_test"], d["y_test"]
+    Xv, yv = d["X_val"], d["y_val"]
+    method, p, seed, task = job["method"], dict(job["params"]), job["seed"], job["task"]
+    out = {"rss_before_fit_mb": _rss_mb()}
+    if method in OURS_NUMBA:
+        Xs, ys = tiny_problem(X, y, task)
+        wp = _warm_params(method, p)
+        t = []
+        for _ in range(2):
+            t0 = time.perf_counter()
+            make_estimator(method, wp, seed).fit(Xs, ys)
+            t.append(time.perf_counter() - t0)
+        out["compile_s"] = max(0.0, t[0] - t[1])
+    else:
+        out["compile_s"] = 0.0
+    curve = []
+    spent = [0.0]  # seconds spent inside the curve callback (excluded)
+    t_fit0 = [0.0]
+    with_curve = method in CURVE_METHODS and bool(job.get("callback_every"))
+    if with_curve:
+
+        def callback(est, n_iter):
+            t0 = time.perf_counter()
+            s = scores(est, Xv)
+            val = auc(yv, s) if task == "auc" else float(
+                np.mean(est.predict(Xv) != yv))
+            curve.append((int(n_iter), t0 - t_fit0[0] - spent[0], val))
+            spent[0] += time.perf_counter() - t0
+
+        p["callback"] = callback
+        p["callback_every"] = int(job["callback_every"])
+    est = make_estimator(method, p, seed)
+    t0 = t_fit0[0] = time.perf_counter()
+    est.fit(X, y)
+    out["fit_s"] = time.perf_counter() - t0
+    if with_curve:
+        out["fit_s_excl_curve"] = out["fit_s"] - spent[0]
+    t0 = time.perf_counter()
+    if task == "auc":
+        s = scores(est, Xt)
+        out["predict_s"] = time.perf_counter() - t0
+        out["test_auc"] = auc(yt, s)
+    else:
+        pred = np.asarray(est.predict(Xt))
+        out["predict_s"] = time.perf_counter() - t0
+        out["test_error"] = float(np.mean(pred != yt))
+    out["peak_rss_mb"] = _rss_mb()
+    out["curve"] = curve
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model")
+        if hasattr(est, "save") and method not in ("qns3vm", "qns3vm_sparse"):
+            if hasattr(est, "callback"):
+                est.set_params(callback=None)
+            est.save(path)
+            path = path if os.path.exists(path) else _only_file(tmp)
+        else:
+            with open(path, "wb") as fh:
+                pickle.dump(est, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        out["model_bytes"] = os.path.getsize(path)
+    return out
+
+
+def _only_file(directory):
+    (name,) = os.listdir(directory)
+    return os.path.join(directory, name)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    with open(argv[0]) as fh:
+        job = json.load(fh)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    try:
+        res = {"status": "ok", **measure(job)}
+    except MemoryError:
+        res = {"status": "memory budget", "error": "MemoryError"}
+    except Exception as exc:  # recorded, not hidden: the table shows the error
+        res = {"status": "error", "error": f"{type(exc).__name__}: {exc}"[:500]}
+    with open(job["out"], "w") as fh:
+        json.dump(res, fh)
+
+
+if __name__ == "__main__":
+    main()
