@@ -122,8 +122,11 @@ def canonical_hash(obj: Any, length: int = 12) -> str:
 
 
 def load_params(path: str | os.PathLike = "params.yaml") -> dict[str, Any]:
-    """Read the whole ``params.yaml``; stages pick their own sections."""
+    """Read the whole ``params.yaml`` (checked by ``params_schema``); stages pick
+    their own sections."""
     import yaml
 
+    from weakkernels.pipeline.params_schema import validate_params
+
     with open(path, encoding="utf-8") as fh:
-        return yaml.safe_load(fh) or {}
+        return validate_params(yaml.safe_load(fh) or {}, source=str(path))

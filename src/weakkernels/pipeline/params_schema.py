@@ -1,0 +1,193 @@
+"""Validation of ``params.yaml``: a misspelled key or a value of the wrong type
+stops the stage with one error that names every problem, before any work.
+
+Rules
+-----
+* every key the stages read has a declared type (below); a value of another
+  type is an error naming the key, the expected type and the value found;
+* an unknown key *close to* a known one (``n_trails``) is an error with a
+  "did you mean" hint -- it would otherwise be silently ignored and the default
+  used;
+* an unknown key that resembles no known key only warns, so a stage added by
+  another change does not break the pipeline before this schema learns it;
+* ``data.datasets`` names must be in the dataset manifest;
+* no password in a storage URL: credentials come from the environment
+  (``$WK_OPTUNA_STORAGE``, ``PGPASSWORD`` or ``~/.pgpass``), never from a file
+  that DVC hashes and MLflow logs.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ParamsError", "SCHEMA", "validate_params"]
+
+
+class ParamsError(ValueError):
+    """``params.yaml`` holds a misspelled key, a wrong type or a forbidden value."""
+
+
+@dataclass(frozen=True)
+class T:
+    """A leaf type: ``kind`` in int/float/bool/str/any/map, ``list_of`` for lists."""
+
+    kind: str
+    nullable: bool = False
+    list_of: bool = False
+    min: float | None = None
+    choices: tuple | None = None
+
+    def describe(self) -> str:
+        base = {"int": "an integer", "float": "a number", "bool": "true/false",
+                "str": "a string", "map": "a mapping", "any": "a value"}[self.kind]
+        if self.list_of:
+            base = f"a list of {base.split(' ', 1)[1]}s"
+        if self.choices:
+            base = f"one of {list(self.choices)}"
+        if self.min is not None:
+            base += f" >= {self.min:g}"
+        return base + (" or null" if self.nullable else "")
+
+
+def _ok_scalar(t: T, v: Any) -> bool:
+    if t.kind == "any":
+        return True
+    if t.kind == "bool":
+        return isinstance(v, bool)
+    if isinstance(v, bool):  # YAML true/false is not a number
+        return False
+    if t.kind == "int":
+        ok = isinstance(v, int)
+    elif t.kind == "float":
+        ok = isinstance(v, int | float)
+    elif t.kind == "str":
+        ok = isinstance(v, str)
+    elif t.kind == "map":
+        return isinstance(v, Mapping)
+    else:  # pragma: no cover - schema typo
+        raise AssertionError(t.kind)
+    if ok and t.choices is not None and v not in t.choices:
+        return False
+    if ok and t.min is not None and v < t.min:
+        return False
+    return ok
+
+
+def _ok(t: T, v: Any) -> bool:
+    if v is None:
+        return t.nullable
+    if t.list_of:
+        return isinstance(v, list) and all(_ok_scalar(t, x) for x in v)
+    return _ok_scalar(t, v)
+
+
+INT0, INT1 = T("int", min=0), T("int", min=1)
+SCHEMA: dict[str, Any] = {
+    "data": {"datasets": T("str", list_of=True)},
+    "download": {
+        "mirror": T("str", nullable=True),
+        "use_network": T("bool"),
+        "retries": INT0,
+        "timeout": T("float", min=0),
+        "allow_unverified": T("bool"),
+    },
+    "prepare": {"scale": T("str", choices=("minmax", "none"))},
+    "split": {
+        "seeds": T("int", list_of=True),
+        "official": T("str", list_of=True),
+        "ssl": {"n_labeled": INT1, "n_unlabeled": T("int", list_of=True),
+                "n_val": INT0, "n_test": INT1},
+        "su": {"datasets": T("str", list_of=True), "positive": T("any"),
+               "n_pairs": INT1, "n_unlabeled": T("int", list_of=True),
+               "n_val": INT0},
+    },
+    "models": {"names": T("str", list_of=True), "fixed": T("map", nullable=True),
+               "fixed_by_dataset": T("map", nullable=True)},
+    "tune": {
+        "n_trials": INT1,
+        "n_startup_trials": INT0,
+        "sampler_seed": INT0,
+        "split_seed": INT0,
+        "n_unlabeled": T("int", nullable=True, min=1),
+        "callback_every": INT1,
+        "pruner": {"n_startup_trials": INT0, "n_warmup_steps": INT0},
+        "storage": T("str", nullable=True),
+        "fail_stale_running": T("bool"),
+        "timeout_per_study": T("float", nullable=True, min=0),
+        "space": T("map", nullable=True),
+    },
+    "train": {
+        "seeds": T("int", list_of=True),
+        "n_unlabeled": T("int", nullable=True, list_of=True),
+        "callback_every": INT1,
+        "log_curves": T("bool"),
+        "log_pyfunc": T("bool"),
+    },
+    "evaluate": {"check_reload": T("bool")},
+    "mlflow": {"experiment": T("str")},
+}
+
+# ``scheme://user:password@host``: a password in a URL.
+_PASSWORD_IN_URL = re.compile(r"://[^/:@\s]+:[^@/\s]+@")
+
+
+def _walk(schema: dict, node: Any, prefix: str, errors: list, unknown: list) -> None:
+    if not isinstance(node, Mapping):
+        errors.append(f"{prefix.rstrip('.') or 'params.yaml'}: expected a mapping, "
+                      f"got {type(node).__name__} {node!r}")
+        return
+    for key, value in node.items():
+        name = f"{prefix}{key}"
+        if key not in schema:
+            close = difflib.get_close_matches(str(key), list(schema), n=1,
+                                              cutoff=0.75)
+            if close:
+                errors.append(f"{name}: unknown key (did you mean "
+                              f"'{prefix}{close[0]}'?)")
+            else:
+                unknown.append(name)
+            continue
+        spec = schema[key]
+        if isinstance(spec, dict):
+            _walk(spec, value, f"{name}.", errors, unknown)
+        elif not _ok(spec, value):
+            errors.append(f"{name}: expected {spec.describe()}, got "
+                          f"{type(value).__name__} {value!r}")
+
+
+def validate_params(params: Any, *, source: str = "params.yaml") -> dict:
+    """Check ``params`` against :data:`SCHEMA`; return it unchanged.
+
+    Raises :class:`ParamsError` listing every problem found; warns (UserWarning)
+    about keys that resemble no known key.
+    """
+    errors: list[str] = []
+    unknown: list[str] = []
+    _walk(SCHEMA, params if params is not None else {}, "", errors, unknown)
+    if isinstance(params, Mapping):
+        datasets = (params.get("data") or {}).get("datasets")
+        if isinstance(datasets, list):
+            from weakkernels.pipeline.datasets import DATASETS
+
+            for name in datasets:
+                if isinstance(name, str) and name not in DATASETS:
+                    close = difflib.get_close_matches(name, list(DATASETS), n=1)
+                    hint = f" (did you mean {close[0]!r}?)" if close else ""
+                    errors.append(f"data.datasets: {name!r} is not in the dataset "
+                                  f"manifest{hint}; known: {sorted(DATASETS)}")
+        storage = (params.get("tune") or {}).get("storage")
+        if isinstance(storage, str) and _PASSWORD_IN_URL.search(storage):
+            errors.append("tune.storage: the URL holds a password; put the URL in "
+                          "$WK_OPTUNA_STORAGE or the password in PGPASSWORD / "
+                          "~/.pgpass, never in params.yaml")
+    if errors:
+        raise ParamsError(f"{source}: {len(errors)} problem(s): " + "; ".join(errors))
+    if unknown:
+        warnings.warn(f"{source}: keys not known to the schema (ignored by the "
+                      f"stages?): {unknown}", UserWarning, stacklevel=2)
+    return params
