@@ -86,9 +86,21 @@ def _storage_object(url: str):
         path.parent.mkdir(parents=True, exist_ok=True)
         return JournalStorage(JournalFileBackend(str(path)))
     if is_server_storage(url):
-        from optuna.storages import RDBStorage
+        import time
 
-        return RDBStorage(url, heartbeat_interval=HEARTBEAT_S, grace_period=GRACE_S)
+        from optuna.storages import RDBStorage
+        from sqlalchemy.exc import IntegrityError, ProgrammingError
+
+        # Workers started together on an empty database race to create Optuna's
+        # tables; the loser gets a unique-key error and simply tries again.
+        for attempt in range(5):
+            try:
+                return RDBStorage(url, heartbeat_interval=HEARTBEAT_S,
+                                  grace_period=GRACE_S)
+            except (IntegrityError, ProgrammingError):
+                if attempt == 4:
+                    raise
+                time.sleep(1.0 + attempt)
     return url
 
 
