@@ -66,6 +66,10 @@ def setup_mlflow(experiment: str, root: str | os.PathLike) -> str:
     exp = mlflow.get_experiment_by_name(experiment)
     if exp is None:
         artifacts = (main_repo_root(root) / "mlartifacts" / experiment).as_uri()
+        if mlflow.get_tracking_uri().startswith(("http://", "https://")):
+            # A tracking server picks (and proxies) its artifact store; a local
+            # path here would leave the artifacts on this machine only.
+            artifacts = None
         try:
             exp_id = mlflow.create_experiment(experiment, artifact_location=artifacts)
         except Exception:  # created concurrently by another stage/process
