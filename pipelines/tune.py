@@ -40,6 +40,7 @@ from weakkernels.pipeline.models import (
     suggest,
 )
 from weakkernels.pipeline.splits import eval_labels
+from weakkernels.pipeline.stale_runs import kill_stale_runs
 from weakkernels.pipeline.storage import (
     atomic_write_json,
     canonical_hash,
@@ -183,6 +184,8 @@ def tune(
             fail_stale_running=bool(cfg.get("fail_stale_running", True)),
         )
         remaining = max(0, int(cfg["n_trials"]) - n_done)
+        if log_mlflow and cfg.get("fail_stale_running", True):
+            kill_stale_runs(name, storage, study)  # runs a killed attempt left
         run = mlflow.start_run(run_name=f"tune {model} / {dataset}", nested=True) \
             if log_mlflow else None
         try:
