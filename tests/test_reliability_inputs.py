@@ -1,0 +1,142 @@
+"""Bad input gives a clear error, nothing else: every case of the catalogue in
+``tests/_reliability.py`` (estimators, model files, pipeline) raises the
+documented exception with a message naming the problem; property-based tests
+show arbitrary finite input either fits with finite outputs or raises
+ValueError/TypeError -- never another exception, never a NaN model."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from _reliability import ESTIMATORS, all_cases, available_estimators
+
+CASES = all_cases()
+
+
+def _param(case):
+    marks = [pytest.mark.xfail(strict=True, reason=case.xfail)] if case.xfail else []
+    return pytest.param(case, id=f"{case.target}-{case.id}".replace(" ", "_"),
+                        marks=marks)
+
+
+def test_catalogue_is_large_and_distinct():
+    kinds = {c.id for c in CASES}
+    assert len(kinds) >= 30, sorted(kinds)
+    ids = [f"{c.target}-{c.id}" for c in CASES]
+    assert len(ids) == len(set(ids)), "duplicate case ids"
+
+
+@pytest.mark.parametrize("case", [_param(c) for c in CASES])
+def test_bad_input_raises_a_clear_error(case, tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(case.exc, match=case.match):
+            case.run(tmp_path)
+
+
+# ------------------------------------------------------------ extreme values
+
+EXTREME = [("sigma", 1e6), ("weight", 1e9), ("eta0", 1e3), ("sigma", 1e-9)]
+
+
+@pytest.mark.parametrize("name", available_estimators())
+@pytest.mark.parametrize("param,value", EXTREME)
+def test_extreme_hyper_parameters_converge_or_name_the_parameter(name, param,
+                                                                 value):
+    """Either a finite model or a divergence error naming what to change."""
+    spec = ESTIMATORS[name]
+    if param == "weight":
+        # C large is the extreme; for lam (a regularizer) the extreme is tiny.
+        param, value = spec.weight, (value if spec.weight == "C" else 1e-9)
+    est = spec.make()
+    if param not in est.get_params():
+        pytest.skip(f"{name} has no {param}")
+    est.set_params(**{param: value})
+    X, y = spec.data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            est.fit(X, y)
+        except (FloatingPointError, ValueError) as exc:
+            hint = {"C": "C", "lam": "lam", "eta0": "eta0", "sigma": "sigma"}[param]
+            assert hint in str(exc), f"error does not name {hint}: {exc}"
+            return
+    f = est.decision_function(X)
+    assert np.all(np.isfinite(f)), f"{name}({param}={value}) gave non-finite output"
+    assert np.all(np.isfinite(est.predict_proba(X)))
+
+
+# ------------------------------------------------------------ property-based
+
+
+def _labels(kind, n):
+    if kind == "su":
+        # pair rows come in runs of even length; the rest unlabeled
+        return st.integers(0, n // 2).map(
+            lambda k: np.r_[np.ones(2 * k, np.int64), -np.ones(n - 2 * k, np.int64)])
+    if kind == "supervised":
+        return arrays(np.int64, n, elements=st.integers(0, 2))
+    return arrays(np.int64, n, elements=st.integers(-1, 2))
+
+
+@st.composite
+def problems(draw, kind):
+    n = draw(st.integers(1, 24))
+    d = draw(st.integers(1, 4))
+    X = draw(arrays(np.float64, (n, d),
+                    elements=st.floats(-1e6, 1e6, allow_nan=False,
+                                       allow_infinity=False, width=64)))
+    return X, draw(_labels(kind, n))
+
+
+def _check_fit_contract(name, X, y):
+    spec = ESTIMATORS[name]
+    est = spec.make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            est.fit(X, y)
+        except (ValueError, TypeError, FloatingPointError) as exc:
+            assert str(exc).strip(), "an error without a message"
+            return
+    f = est.decision_function(X)
+    assert np.all(np.isfinite(f)), f"non-finite decision values from {name}"
+    assert np.all(np.isin(est.predict(X), est.classes_))
+
+
+def _property_test(name):
+    kind = ESTIMATORS[name].kind
+
+    @given(problems(kind))
+    def prop(problem):
+        _check_fit_contract(name, *problem)
+
+    return prop
+
+
+@pytest.mark.parametrize("name", available_estimators())
+def test_arbitrary_finite_input_fits_or_raises_value_or_type_error(name):
+    _property_test(name)()
+
+
+@given(st.lists(st.one_of(st.floats(), st.integers(-3, 3), st.text(max_size=2),
+                          st.none()), min_size=2, max_size=12))
+def test_arbitrary_label_vectors_never_crash_tsgs3vm_validation(labels):
+    """Mixed / non-numeric / NaN labels: only ValueError or TypeError."""
+    name = available_estimators()[0]
+    X = np.random.default_rng(0).normal(size=(len(labels), 2))
+    y = np.array(labels, dtype=object)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            ESTIMATORS[name].make().fit(X, y)
+        except (ValueError, TypeError) as exc:
+            assert str(exc).strip()
+            return
+    # fitted: the labels must have been valid classes + -1

@@ -1,0 +1,238 @@
+"""Reruns are bit-identical: every estimator (two fits, 1 vs 2 numba threads,
+save/load) and the tiny pipeline run twice in separate processes (different
+hash seeds and numba thread counts) give the same model files, predictions and
+metrics."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import numba
+import numpy as np
+import pytest
+import yaml
+
+import weakkernels as wk
+
+ROOT = Path(__file__).resolve().parents[1]
+MIRROR = ROOT.parent / "shared" / "data" / "raw"
+
+
+def _semi(seed=0, n=120, d=4):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    X = rng.normal(size=(n, d)) + 1.5 * y[:, None]
+    ys = y.copy()
+    ys[rng.permutation(n)[: n - 30]] = -1
+    return X, ys
+
+
+def _su(seed=0, n=120, d=4):
+    rng = np.random.default_rng(seed)
+    z = rng.random(n) < 0.7
+    X = rng.normal(size=(n, d)) + 1.5 * z[:, None]
+    y = -np.ones(n, dtype=np.int64)
+    # 20 similar pairs: consecutive rows of the same class
+    pos = np.flatnonzero(z)[:30]
+    X[:30] = X[pos]
+    y[:30] = 1
+    return X, y
+
+
+def _sup(seed=0, n=120, d=4):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    return rng.normal(size=(n, d)) + 1.5 * y[:, None], y
+
+
+# name -> (factory of a small, seeded estimator, data maker)
+ESTIMATORS = {
+    "TSGS3VM": (lambda: wk.TSGS3VM(max_iter=20, batch_size=16, block_size=8,
+                                   random_state=3), _semi),
+    "FRS3VM": (lambda: wk.FRS3VM(max_iter=20, batch_size=16, n_components=32,
+                                 random_state=3), _semi),
+    "TSGSU": (lambda: wk.TSGSU(max_iter=20, batch_size=16, block_size=8,
+                               random_state=3), _su),
+    "QSGS2AUC": (lambda: wk.QSGS2AUC(max_iter=20, batch_size=16, block_size=8,
+                                     prior=0.5, random_state=3), _semi),
+    "CCCPTSVM": (lambda: wk.CCCPTSVM(max_cccp_iter=5), _semi),
+    "RampSVM": (lambda: wk.RampSVM(max_cccp_iter=5, init_fraction=0.5,
+                                   random_state=3), _sup),
+}
+
+
+def available_estimators() -> list[str]:
+    """Every estimator of ``weakkernels`` importable right now."""
+    out = []
+    for name in ESTIMATORS:
+        try:
+            getattr(wk, name)
+        except (ImportError, AttributeError):
+            continue
+        out.append(name)
+    return out
+
+
+def _fit(name, threads):
+    make, data = ESTIMATORS[name]
+    X, y = data()
+    old = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = make().fit(X, y)
+    finally:
+        numba.set_num_threads(old)
+    return est, X
+
+
+def _outputs(est, X):
+    out = {"decision": est.decision_function(X), "predict": est.predict(X)}
+    if hasattr(est, "predict_proba"):
+        out["proba"] = est.predict_proba(X)
+    return out
+
+
+@pytest.mark.parametrize("name", available_estimators())
+def test_estimator_reruns_threads_and_reload_are_bit_identical(name, tmp_path):
+    a, X = _fit(name, threads=1)
+    b, _ = _fit(name, threads=2)
+    c, _ = _fit(name, threads=1)
+    blob = a.to_bytes()
+    assert blob == b.to_bytes() == c.to_bytes(), "model file differs across reruns"
+    a.save(tmp_path / "m.wkm")
+    r = wk.load(tmp_path / "m.wkm")
+    assert r.to_bytes() == blob  # save -> load -> save is byte-identical
+    ref = _outputs(a, X)
+    for other in (b, r):
+        got = _outputs(other, X)
+        for key, val in ref.items():
+            assert np.all(np.isfinite(np.asarray(val, dtype=float))), key
+            np.testing.assert_array_equal(got[key], val, err_msg=key)
+
+
+# ----------------------------------------------------------------- pipeline
+
+DRIVER = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {pipelines!r})
+    import download, evaluate, prepare, split, train, tune
+    p = "params.yaml"
+    assert download.main(["--out", "data/raw", "--params", p]) == 0
+    assert prepare.main(["--raw", "data/raw", "--out", "data/prepared",
+                         "--params", p]) == 0
+    assert split.main(["--prepared", "data/prepared", "--out", "data/splits",
+                       "--params", p]) == 0
+    assert tune.main(["--prepared", "data/prepared", "--splits", "data/splits",
+                      "--out", "results/tune", "--metrics", "metrics/tune.json",
+                      "--params", p]) == 0
+    assert train.main(["--prepared", "data/prepared", "--splits", "data/splits",
+                       "--best", "results/tune/best_params.json",
+                       "--models-dir", "models", "--predictions",
+                       "results/predictions", "--out", "results/train/runs.json",
+                       "--params", p]) == 0
+    assert evaluate.main(["--runs", "results/train/runs.json", "--predictions",
+                          "results/predictions", "--prepared", "data/prepared",
+                          "--out", "results/evaluate", "--metrics",
+                          "metrics/test.json", "--params", p]) == 0
+""")
+
+# Keys whose values are wall-clock times or run ids: everything else must match.
+_VOLATILE = ("time", "run_id", "_s_", "fit_time", "elapsed")
+
+
+def tiny_params() -> dict:
+    from weakkernels.pipeline.models import available_models
+
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["data"]["datasets"] = ["g50c"]
+    params["download"].update(mirror=str(MIRROR), use_network=False)
+    params["split"].update(seeds=[0, 1])
+    params["split"]["su"].update(datasets=[])
+    want = ["tsgs3vm", "qsgs2auc", "cccp_tsvm"]  # one per engine family
+    params["models"]["names"] = [m for m in want if m in set(available_models())]
+    params["tune"].update(n_trials=2, n_startup_trials=2, storage=None)
+    params["train"].update(seeds=[1], log_pyfunc=False)
+    params["evaluate"].update(check_reload=True)
+    return params
+
+
+def _strip(obj):
+    """Drop wall-clock and run-id fields from JSON results."""
+    if isinstance(obj, dict):
+        return {k: _strip(v) for k, v in obj.items()
+                if not any(t in k for t in _VOLATILE)}
+    if isinstance(obj, list):
+        return [_strip(v) for v in obj]
+    return obj
+
+
+def fingerprint(root: Path) -> dict[str, str]:
+    """sha256 of every artifact; JSON without times; npz without the time column."""
+    out = {}
+    for sub in ("data/prepared", "data/splits", "models", "results", "metrics"):
+        for path in sorted((root / sub).rglob("*")):
+            if not path.is_file():
+                continue
+            rel = str(path.relative_to(root))
+            if path.suffix == ".json":
+                data = _strip(json.loads(path.read_text()))
+                payload = json.dumps(data, sort_keys=True).encode()
+            elif path.suffix == ".npz":
+                with np.load(path, allow_pickle=False) as z:
+                    h = hashlib.sha256()
+                    for k in sorted(z.files):
+                        a = z[k]
+                        if k == "curve" and a.ndim == 2 and a.shape[1] == 3:
+                            a = a[:, :2]  # (step, loss, elapsed seconds)
+                        h.update(k.encode() + a.tobytes() + str(a.dtype).encode())
+                    payload = h.digest()
+            else:
+                payload = path.read_bytes()
+            out[rel] = hashlib.sha256(payload).hexdigest()
+    return out
+
+
+def _start_pipeline(root: Path, hash_seed: str, threads: str) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID",
+                        "WK_OPTUNA_STORAGE")}
+    env.update(PYTHONHASHSEED=hash_seed, NUMBA_NUM_THREADS=threads,
+               MLFLOW_DISABLE_TELEMETRY="true", DO_NOT_TRACK="1")
+    code = DRIVER.format(pipelines=str(ROOT / "pipelines"))
+    return subprocess.Popen([sys.executable, "-c", code], cwd=root, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not MIRROR.exists(), reason="needs ../shared/data/raw")
+def test_tiny_pipeline_twice_gives_identical_artifacts(tmp_path):
+    params = tiny_params()
+    roots, procs = [], []
+    # Both runs at once (the stages mostly wait on sqlite commits): different
+    # processes, hash seeds and numba thread counts, same params and seeds.
+    for i, (hash_seed, threads) in enumerate((("1", "1"), ("2", "2"))):
+        root = tmp_path / f"run{i}"
+        root.mkdir()
+        (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+        procs.append(_start_pipeline(root, hash_seed, threads))
+        roots.append(root)
+    for proc in procs:
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err[-3000:]
+    a, b = fingerprint(roots[0]), fingerprint(roots[1])
+    assert any(k.startswith("models/") for k in a), "no model file was written"
+    assert any(k.startswith("results/predictions/") for k in a)
+    assert "metrics/test.json" in a
+    assert a.keys() == b.keys()
+    differ = sorted(k for k in a if a[k] != b[k])
+    assert not differ, f"artifacts differ between identical runs: {differ}"
