@@ -19,8 +19,9 @@ and the targets to check.  For every cell the harness
    compile seconds, peak RSS, model bytes, validation curve) or the budget that
    stopped it -- a method out of budget stays in the table.
 
-In a scaling protocol a method that exceeds its budget at some n_u is not run
-at larger n_u (recorded as ``skipped (budget at n_u=...)``).
+A method that exceeds its budget on a data set is not run again on that data
+set's later seeds or larger n_u (recorded as ``skipped (... budget at n_u=...,
+seed ...)``), so a budget costs its wall time once.
 
 Results go to MLflow (experiment ``benchmark-<protocol>``: a parent run, one
 nested run per cell with its curve logged with ``step=n_iter``; the store of
@@ -116,19 +117,25 @@ def load_data(spec: dict, seed: int):
         return gaussians(n, spec["d"], spec["bayes_error"], 10_000 + seed)
     from weakkernels.pipeline.datasets import load_raw
 
-    raw = load_raw(spec["registry"], DATA)
+    raw = load_raw(spec["registry"], DATA, **spec.get("options", {}))
     X = np.asarray(raw.X, dtype=np.float64)
     y_raw = np.asarray(raw.y)
     pos = spec.get("positive", "max")
-    pos = y_raw.max() if pos == "max" else pos
-    return X, (y_raw == pos).astype(np.int64)
+    if pos == "multiclass":  # class indices 0..K-1
+        y = np.searchsorted(np.unique(y_raw), y_raw).astype(np.int64)
+    else:
+        y = (y_raw == (y_raw.max() if pos == "max" else pos)).astype(np.int64)
+    if spec.get("official_splits"):
+        spec["_splits"] = (raw.split_labeled, raw.split_unlabeled)
+    return X, y
 
 
 _DATA_CACHE: dict = {}
 
 
 def cached_data(spec: dict, seed: int):
-    key = json.dumps(spec, sort_keys=True) + (
+    key = json.dumps({k: v for k, v in spec.items() if k != "_splits"},
+                     sort_keys=True) + (
         f"#{seed}" if spec.get("synthetic") else "")
     if key not in _DATA_CACHE:
         _DATA_CACHE.clear()  # one data set in memory at a time
@@ -172,6 +179,20 @@ def make_split(proto: dict, ds: dict, n_u: int | None, seed: int):
         info = {"prior": float(split["prior"]), "n_pairs": int((yf == 1).sum() // 2),
                 "n_unlabeled": int((yf == -1).sum()), "n_test": int(test.size)}
         return dict(X_train=Xf, y_train=yf, X_test=Xt, y_test=y[test], X_val=Xv,
+                    y_val=y[val]), info
+    if ds.get("official_splits"):
+        # Chapelle's benchmark splits: split number = seed; the test error is
+        # measured on the unlabeled points (transduction, paper 004 Sec. 1.6.1).
+        L, U = ds["_splits"]
+        lab, unl = L[seed], U[seed]
+        val = rng.choice(unl, size=min(n_val, unl.size), replace=False)
+        idx = np.concatenate([lab, unl])
+        yt = np.full(idx.size, -1)
+        yt[: lab.size] = y[lab]
+        Xtr, Xt, Xv = _scale(X[idx], X[unl], X[val], how=proto["scale"])
+        info = {"n_labeled": int(lab.size), "n_unlabeled": int(unl.size),
+                "n_test": int(unl.size), "prior": float(y[lab].mean())}
+        return dict(X_train=Xtr, y_train=yt, X_test=Xt, y_test=y[unl], X_val=Xv,
                     y_val=y[val]), info
     perm = rng.permutation(y.size)
     n_test = ds.get("n_test", proto.get("n_test"))
@@ -345,7 +366,7 @@ def _row_line(r, task):
 
 
 def run_protocol(proto: dict, log=print, methods_filter=None,
-                 datasets_filter=None) -> list[dict]:
+                 datasets_filter=None, n_unlabeled=None) -> list[dict]:
     methods = [m for m in proto["methods"]
                if not methods_filter or m["name"] in methods_filter]
     rows = []
@@ -353,15 +374,18 @@ def run_protocol(proto: dict, log=print, methods_filter=None,
         if datasets_filter and ds["name"] not in datasets_filter:
             continue
         skip: dict[str, str] = {}
-        for n_u in ds.get("n_unlabeled", proto.get("n_unlabeled", [None])):
+        sizes = ds.get("n_unlabeled", proto.get("n_unlabeled", [None]))
+        for n_u in sizes if n_unlabeled is None else n_unlabeled:
             for seed in proto["seeds"]:
                 cell = run_cell(proto, ds, n_u, seed, methods, skip, log)
                 rows += cell
-                if proto.get("scaling"):
-                    for r in cell:
-                        if r.get("status") in ("time budget", "memory budget"):
-                            skip[r["method"]] = (f"skipped ({r['status']} at "
-                                                 f"n_u={r['n_unlabeled']})")
+                # Out of budget once: not run again on later seeds or larger n_u
+                # of this data set (recorded as skipped, with the reason).
+                for r in cell:
+                    if r.get("status") in ("time budget", "memory budget"):
+                        skip[r["method"]] = (f"skipped ({r['status']} at "
+                                             f"n_u={r['n_unlabeled']}, seed "
+                                             f"{r['seed']})")
     return rows
 
 
@@ -384,7 +408,8 @@ def summarize(rows: list[dict], task: str) -> list[dict]:
              "n_runs": len(rs),
              "statuses": sorted({r.get("status") for r in rs if
                                  r.get("status") != "ok"})}
-        for k in (key, "fit_s", "predict_s", "compile_s", "peak_rss_mb",
+        for k in (key, "fit_s", "fit_cpu_s", "predict_s", "compile_s",
+                  "peak_rss_mb",
                   "model_bytes", "fit_s_excl_curve"):
             s[k] = _med([r.get(k) for r in ok])
         errs = [r[key] for r in ok]
@@ -470,9 +495,9 @@ def markdown(proto, rows, summary, targets, command) -> str:
         for n_u in dict.fromkeys(s["n_unlabeled"] for s in summary
                                  if s["dataset"] == ds):
             lines += [f"**{ds}, n_u = {n_u}**", "",
-                      f"| method | {label} | fit s | predict s | compile s | "
-                      "peak RSS MB | model KB | runs ok | status |",
-                      "|---|---|---|---|---|---|---|---|---|"]
+                      f"| method | {label} | fit s | fit CPU s | predict s | "
+                      "compile s | peak RSS MB | model KB | runs ok | status |",
+                      "|---|---|---|---|---|---|---|---|---|---|"]
             for s in summary:
                 if s["dataset"] != ds or s["n_unlabeled"] != n_u:
                     continue
@@ -482,6 +507,7 @@ def markdown(proto, rows, summary, targets, command) -> str:
                 kb = None if s["model_bytes"] is None else s["model_bytes"] / 1024
                 lines.append(
                     f"| {s['method']} | {err} | {_fmt(s['fit_s'])} | "
+                    f"{_fmt(s['fit_cpu_s'])} | "
                     f"{_fmt(s['predict_s'])} | {_fmt(s['compile_s'])} | "
                     f"{_fmt(s['peak_rss_mb'], '{:.0f}')} | {_fmt(kb, '{:.1f}')} | "
                     f"{s['n_ok']}/{s['n_runs']} | "
@@ -580,20 +606,20 @@ def log_mlflow(proto, rows, summary, targets, files, command) -> str | None:
                                    "budget_rss_mb": r["budget_rss_mb"],
                                    **{f"p.{k}": str(v)[:200] for k, v in
                                       (r.get("params") or {}).items()}})
-                mets = {k: r[k] for k in (key, "fit_s", "predict_s", "compile_s",
+                mets = {k: r[k] for k in (key, "fit_s", "fit_cpu_s", "predict_s",
+                                          "compile_s",
                                           "peak_rss_mb", "model_bytes",
                                           "fit_s_excl_curve", "wall_s",
                                           "polled_peak_rss_mb")
                         if isinstance(r.get(k), (int, float))}
                 if mets:
-                    mlflow.log_metrics({f"test_{k}" if k == key else k: v
-                                        for k, v in mets.items()})
+                    mlflow.log_metrics(mets)
                 for it, t, v in r.get("curve") or []:
                     mlflow.log_metric("val_" + ("auc" if proto["task"] == "auc"
                                                 else "error"), v, step=it)
                     mlflow.log_metric("curve_fit_s", t, step=it)
-        for t in targets:
-            mlflow.set_tag(f"target: {t['target'][:200]}", str(t["met"]))
+        for i, t in enumerate(targets):
+            mlflow.set_tag(f"target.{i}", f"met={t['met']}: {t['target']}"[:5000])
         for f in files:
             mlflow.log_artifact(str(f))
         return run.info.run_id
@@ -601,26 +627,32 @@ def log_mlflow(proto, rows, summary, targets, files, command) -> str | None:
 
 # ----------------------------------------------------------------------- main
 def run(name: str, *, out_dir: Path = RESULTS, methods=None, datasets=None,
-        seeds=None, mlflow_log: bool = True, log=print, command: str = "") -> dict:
+        seeds=None, n_unlabeled=None, mlflow_log: bool = True, log=print,
+        command: str = "") -> dict:
     proto = load_protocol(name)
     if seeds is not None:
         proto["seeds"] = seeds
     if proto["task"] == "throughput":
         return run_throughput(proto, out_dir, log, command)
     t0 = time.perf_counter()
-    rows = run_protocol(proto, log, methods, datasets)
+    rows = run_protocol(proto, log, methods, datasets, n_unlabeled)
     summary = summarize(rows, proto["task"])
     targets = check_targets(proto, summary)
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = out_dir / proto["name"]
-    files = [stem.with_suffix(".json"), stem.with_suffix(".md")]
+    # a partial run (filters) writes beside the full one, never over it
+    tag = "".join(
+        f"__{k}-" + "-".join(str(v) for v in vals).replace(" ", "_")
+        for k, vals in (("ds", datasets), ("nu", n_unlabeled), ("m", methods))
+        if vals)
+    stem = out_dir / (proto["name"] + tag)
+    files = [Path(f"{stem}.json"), Path(f"{stem}.md")]
     md = markdown(proto, rows, summary, targets, command)
     if proto.get("scaling"):
-        png = out_dir / f"{proto['name']}_scaling.png"
+        png = out_dir / f"{stem.name}_scaling.png"
         scaling_plot(proto, summary, png)
         files.append(png)
         md += f"\n![scaling](results/harness/{png.name})\n"
-    cpng = out_dir / f"{proto['name']}_curves.png"
+    cpng = out_dir / f"{stem.name}_curves.png"
     if curve_plot(proto, rows, cpng):
         files.append(cpng)
     files[1].write_text(md)
@@ -675,6 +707,7 @@ def main(argv=None):
     ap.add_argument("--methods", nargs="+")
     ap.add_argument("--datasets", nargs="+")
     ap.add_argument("--seeds", type=int, nargs="+")
+    ap.add_argument("--n-unlabeled", type=int, nargs="+")
     ap.add_argument("--out-dir", type=Path, default=RESULTS)
     ap.add_argument("--no-mlflow", action="store_true")
     args = ap.parse_args(argv)
@@ -690,7 +723,8 @@ def main(argv=None):
         shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
     for name in names:
         run(name, out_dir=args.out_dir, methods=args.methods, datasets=args.datasets,
-            seeds=args.seeds, mlflow_log=not args.no_mlflow,
+            seeds=args.seeds, n_unlabeled=args.n_unlabeled,
+            mlflow_log=not args.no_mlflow,
             log=lambda s: print(s, flush=True), command=command)
 
 

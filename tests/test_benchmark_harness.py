@@ -1,0 +1,122 @@
+"""The benchmark harness (benchmarks/harness.py) on its tiny protocol.
+
+Runs the real harness end to end -- split building, one subprocess per method
+under its budget, result JSON, markdown table and MLflow runs -- on a 10-d
+two-Gaussian set small enough for ``make test``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import harness  # noqa: E402
+
+METHODS = {"SVC (labeled)", "LabelSpreading (knn)", "TSGS3VM",
+           "CCCP-TSVM (0.05 s budget)"}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("bench")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp / 'mlflow.db'}")
+    try:
+        res = harness.run("tiny", out_dir=tmp, log=lambda s: None,
+                          command="pytest")
+    finally:
+        mp.undo()
+    return tmp, res
+
+
+def test_rows_per_method_and_seed(tiny):
+    _, res = tiny
+    rows = res["rows"]
+    assert {r["method"] for r in rows} == METHODS
+    for m in METHODS:
+        assert sorted(r["seed"] for r in rows if r["method"] == m) == [0, 1]
+    assert all(r["n_unlabeled"] == 300 and r["n_labeled"] == 20 for r in rows)
+
+
+def test_measurements_finite(tiny):
+    _, res = tiny
+    ok = [r for r in res["rows"] if r["status"] == "ok"]
+    assert {r["method"] for r in ok} == METHODS - {"CCCP-TSVM (0.05 s budget)"}
+    for r in ok:
+        for k in ("test_error", "fit_s", "fit_cpu_s", "predict_s", "compile_s",
+                  "peak_rss_mb", "model_bytes"):
+            assert math.isfinite(r[k]) and r[k] >= 0, (r["method"], k)
+        assert 0.0 <= r["test_error"] < 0.5
+        assert r["peak_rss_mb"] >= r["rss_before_fit_mb"] > 10
+        assert r["model_bytes"] > 0
+
+
+def test_budget_recorded_not_dropped(tiny):
+    _, res = tiny
+    cccp = [r for r in res["rows"] if r["method"] == "CCCP-TSVM (0.05 s budget)"]
+    # seed 0 hits the 0.05 s budget; seed 1 is then skipped with the reason
+    assert cccp[0]["status"] == "time budget"
+    assert cccp[0]["budget_time_s"] == 0.05
+    assert cccp[1]["status"].startswith("skipped (time budget")
+    s = next(s for s in res["summary"] if s["method"] == cccp[0]["method"])
+    assert s["n_ok"] == 0 and "time budget" in s["statuses"]
+
+
+def test_validation_curve(tiny):
+    _, res = tiny
+    for r in res["rows"]:
+        if r["method"] == "TSGS3VM":
+            its = [c[0] for c in r["curve"]]
+            assert its == [10, 20, 30, 40]
+            times = [c[1] for c in r["curve"]]
+            assert times == sorted(times) and times[-1] <= r["fit_s"]
+            assert all(0.0 <= c[2] <= 1.0 for c in r["curve"])
+
+
+def test_outputs_and_mlflow(tiny):
+    tmp, res = tiny
+    md = (tmp / "tiny.md").read_text()
+    for m in METHODS:
+        assert f"| {m} |" in md
+    assert "time budget" in md and "Hardware:" in md and "Command: `pytest`" in md
+    data = json.loads((tmp / "tiny.json").read_text())
+    assert len(data["rows"]) == 8
+    assert res["targets"][0]["met"] in (True, False)
+    import mlflow
+
+    client = mlflow.MlflowClient(f"sqlite:///{tmp / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("benchmark-tiny")
+    runs = client.search_runs([exp.experiment_id])
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId")]
+    assert len(children) == 8
+    budget = [r for r in children if r.data.tags["status"] == "time budget"]
+    assert len(budget) == 1
+    tsgs = [r for r in children if r.data.tags["method"] == "TSGS3VM"]
+    hist = client.get_metric_history(tsgs[0].info.run_id, "val_error")
+    assert [h.step for h in hist] == [10, 20, 30, 40]
+    assert "test_test_error" not in tsgs[0].data.metrics
+    assert math.isfinite(tsgs[0].data.metrics["test_error"])
+
+
+def test_split_disjoint_and_scaled_on_train():
+    proto = harness.load_protocol("tiny")
+    ds = proto["datasets"][0]
+    arrays, info = harness.make_split(proto, ds, 300, seed=3)
+    assert (arrays["y_train"] == -1).sum() == 300
+    assert (arrays["y_train"] != -1).sum() == 20
+    assert set(arrays["y_train"][arrays["y_train"] != -1]) == {0, 1}
+    assert arrays["X_test"].shape == (300, 10)
+
+
+def test_peer_not_installable_is_recorded(monkeypatch, tmp_path):
+    monkeypatch.setattr(harness, "PEER_VENVS", tmp_path)
+    monkeypatch.setattr(harness, "SETUP", tmp_path / "missing.sh")
+    py, why = harness.peer_python("qns3vm")
+    assert py is None and why.startswith("not installable")
