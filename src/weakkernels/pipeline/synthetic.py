@@ -35,6 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
+from weakkernels.pipeline.storage import atomic_write_text
+
 __all__ = [
     "CHUNK_ROWS",
     "SYNTHETIC",
@@ -167,7 +169,8 @@ def write_synthetic(spec: SyntheticSpec, out_dir: str | os.PathLike) -> Path:
     finally:
         tmp_x.unlink(missing_ok=True)
         tmp_y.unlink(missing_ok=True)
-    meta_path.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    # atomic: a half-written meta.json would make the rerun fail to parse it
+    atomic_write_text(meta_path, json.dumps(meta, indent=2, sort_keys=True) + "\n")
     return out
 
 
