@@ -1,0 +1,106 @@
+"""A TSGS3VM logged as an MLflow pyfunc answers real HTTP requests.
+
+The model is logged with the pipeline's ``log_pyfunc`` (as the train stage does),
+served by ``mlflow models serve --env-manager local -h 127.0.0.1`` on a free port,
+and queried on ``/invocations``; the answers must equal the in-process ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from scale_servers import free_port, stop_process, wait_http  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "tests"))
+
+from _data import two_gaussians  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    import mlflow
+
+    from weakkernels import TSGS3VM
+    from weakkernels.pipeline.tracking import log_pyfunc
+
+    tmp = tmp_path_factory.mktemp("serve")
+    X, y_semi, y_true = two_gaussians(n=400, d=5, n_labeled=40, seed=3)
+    est = TSGS3VM(sigma=0.2, max_iter=60, random_state=0).fit(X, y_semi)
+    est.save(tmp / "model.wk")
+    mlflow.set_tracking_uri(f"sqlite:///{tmp}/mlflow.db")
+    try:
+        mlflow.set_experiment("serve")
+        with mlflow.start_run():
+            info = log_pyfunc(tmp / "model.wk", X[:5])
+        local = mlflow.artifacts.download_artifacts(info.model_uri,
+                                                    dst_path=str(tmp / "dl"))
+    finally:
+        mlflow.set_tracking_uri(None)
+    port = free_port()
+    log = tmp / "serve.log"
+    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1",
+           # `mlflow models serve` execs `uvicorn` by name: the venv's bin first
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mlflow", "models", "serve", "-m", local,
+             "--env-manager", "local", "-h", "127.0.0.1", "-p", str(port),
+             "--workers", "1"],
+            stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=tmp,
+            start_new_session=True)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/ping", 180, proc, log)
+        # a few rows of each true class, from the unlabeled part
+        rows = np.r_[np.flatnonzero((y_true == 0) & (y_semi == -1))[:4],
+                     np.flatnonzero((y_true == 1) & (y_semi == -1))[:4]]
+        yield f"http://127.0.0.1:{port}", est, X[rows]
+    finally:
+        stop_process(proc)
+
+
+def _post(url: str, payload: dict) -> dict:
+    req = urllib.request.Request(
+        f"{url}/invocations", data=json.dumps(payload).encode(),
+        headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(req, timeout=60) as r:  # noqa: S310
+        assert r.status == 200
+        return json.loads(r.read())
+
+
+def test_invocations_match_in_process_predictions(served):
+    url, est, rows = served
+    cols = [f"x{i}" for i in range(rows.shape[1])]
+    out = _post(url, {"dataframe_split": {"columns": cols,
+                                          "data": rows.tolist()}})
+    preds = out["predictions"]
+    assert len(preds) == len(rows)
+    labels = np.array([p["label"] for p in preds])
+    score = np.array([p["score"] for p in preds])
+    np.testing.assert_array_equal(labels, est.predict(rows))
+    # JSON round trip of float64 is exact
+    np.testing.assert_array_equal(score, est.decision_function(rows))
+    assert len(set(labels.tolist())) == 2  # rows of both classes, told apart
+
+
+def test_bad_request_is_rejected(served):
+    url, _, _ = served
+    req = urllib.request.Request(
+        f"{url}/invocations", data=b'{"dataframe_split": {"columns": ["x0"], '
+        b'"data": [[1.0]]}}', headers={"Content-Type": "application/json"},
+        method="POST")
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(req, timeout=60)  # noqa: S310
+    assert 400 <= err.value.code < 600
