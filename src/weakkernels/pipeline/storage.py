@@ -57,8 +57,10 @@ def atomic_write(path: str | os.PathLike, writer: Callable[[Path], None]) -> Pat
         with open(tmp_path, "rb+") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp_path, path)
-    except BaseException:
+    except BaseException as exc:
         tmp_path.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = str(path)  # name the output, e.g. on a full disk
         raise
     return path
 
