@@ -179,7 +179,7 @@ def main(argv=None):
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--n-large", type=int, default=40000)
     ap.add_argument("--select", action="store_true")
-    ap.add_argument("--out", default="results/benchmark/qsg_protocol.json")
+    ap.add_argument("--out", default="/tmp/qsg_protocol.json")
     args = ap.parse_args(argv)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -150,11 +150,22 @@ class _AUCRankerMixin:
     ``predict`` is the sign of ``decision_function``.
     """
 
-    def _split_classes(self, y, labeled, classes):
+    def _split_classes(self, y, labeled, classes, require_unlabeled=True):
+        """P and N masks; raise for more than two classes or no unlabeled.
+
+        The class count is checked before the unlabeled set so that a
+        multiclass y gets the binary-only message in either case.
+        """
         if classes.size != 2:
             raise ValueError(
+                "Only binary classification is supported: "
                 f"{type(self).__name__} ranks two classes (AUC); got "
                 f"{classes.size} labeled classes {classes.tolist()}."
+            )
+        if require_unlabeled and labeled.all():
+            raise ValueError(
+                "No unlabeled samples: mark them with y == -1 (the PU and NU "
+                "terms of paper 003 Eq. (8) need some)."
             )
         pos = labeled & (y == classes[1])
         neg = labeled & (y == classes[0])
@@ -193,7 +204,8 @@ class _AUCRankerMixin:
 
     def predict(self, X):
         """Class labels: ``classes_[1]`` where ``decision_function > 0``."""
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+        f = self.decision_function(X)  # checks fitted before classes_ is read
+        return self.classes_[(f > 0).astype(int)]
 
     def predict_proba(self, X):
         """Probabilities by Platt scaling fitted on the labeled training
@@ -387,7 +399,9 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
             unlabeled sample. Both classes and at least one unlabeled sample
             are required.
         """
-        X, y, labeled, classes = validate_semi_supervised(self, X, y)
+        X, y, labeled, classes = validate_semi_supervised(
+            self, X, y, require_unlabeled=False
+        )
         self.classes_ = classes
         pos, neg = self._split_classes(y, labeled, classes)
         if self.eta0 * self.lam / (1.0 + self.t0) > 2.0:
@@ -587,10 +601,12 @@ class _ExactAUCBase(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimat
         """Fit on labeled and unlabeled samples (``y == -1`` unlabeled); two
         labeled classes, ``classes_[1]`` positive."""
         X, y, labeled, classes = validate_semi_supervised(
-            self, X, y, require_unlabeled=self._require_unlabeled
+            self, X, y, require_unlabeled=False
         )
         self.classes_ = classes
-        pos, neg = self._split_classes(y, labeled, classes)
+        pos, neg = self._split_classes(
+            y, labeled, classes, require_unlabeled=self._require_unlabeled
+        )
         keep = labeled if self._labeled_only else np.ones(X.shape[0], bool)
         Xfit = X[keep]
         if Xfit.shape[0] > self.max_samples:

@@ -1,0 +1,505 @@
+"""QSG-S2AUC (paper 003) and its exact-kernel baselines: naive references of the
+PNU AUC risk and its gradient, finite differences, unbiasedness of the
+quadruply stochastic gradient, one update against a naive NumPy loop,
+convergence to the exact minimizer, semi-supervised vs supervised AUC,
+determinism, errors, scikit-learn contract."""
+
+import warnings
+
+import numba
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+from sklearn.utils._param_validation import InvalidParameterError
+from sklearn.utils.estimator_checks import parametrize_with_checks
+from tests._data import two_gaussians
+
+from weakkernels import QSGS2AUC, load
+from weakkernels.kernels import kernel_matrix
+from weakkernels.qsg_s2auc import (
+    PNUAUC,
+    ExactS2AUC,
+    SupervisedKernelAUC,
+    pairwise_square_closed_form,
+    pnu_auc_risk,
+    pnu_auc_risk_grad,
+    square_pair_loss,
+    square_pair_loss_grad,
+    step_theta,
+)
+from weakkernels.random_features import FeatureSpec
+
+FAST = dict(batch_size=32, block_size=16, max_iter=40, random_state=0, prior=0.5)
+
+
+def _naive_risk(fP, fN, fU, gamma):
+    """Eq. (8) by explicit double loops over the pairs (the obvious version)."""
+    def mean_pairs(a, b):
+        return np.mean([(1.0 - ai + bj) ** 2 for ai in a for bj in b])
+
+    r_pn = mean_pairs(fP, fN)
+    r_pu = mean_pairs(fP, fU)
+    r_nu = mean_pairs(fU, fN)
+    return (1 - gamma) * (r_pu + r_nu - 0.5) + gamma * r_pn
+
+
+def _naive_grad(fP, fN, fU, gamma):
+    """Eq. (11)'s l'_1..l'_6 accumulated pair by pair."""
+    gP, gN, gU = np.zeros(fP.size), np.zeros(fN.size), np.zeros(fU.size)
+    for i, a in enumerate(fP):
+        for j, b in enumerate(fN):
+            l1, l2 = square_pair_loss_grad(a, b)
+            gP[i] += gamma * l1 / (fP.size * fN.size)
+            gN[j] += gamma * l2 / (fP.size * fN.size)
+    for i, a in enumerate(fP):
+        for k, c in enumerate(fU):
+            l3, l4 = square_pair_loss_grad(a, c)
+            gP[i] += (1 - gamma) * l3 / (fP.size * fU.size)
+            gU[k] += (1 - gamma) * l4 / (fP.size * fU.size)
+    for k, c in enumerate(fU):
+        for j, b in enumerate(fN):
+            l5, l6 = square_pair_loss_grad(c, b)
+            gU[k] += (1 - gamma) * l5 / (fU.size * fN.size)
+            gN[j] += (1 - gamma) * l6 / (fU.size * fN.size)
+    return gP, gN, gU
+
+
+# ------------------------------------------------------------ loss & risk ----
+def test_square_pair_loss_gradient_by_finite_differences():
+    rng = np.random.default_rng(0)
+    u, v = rng.normal(size=50), rng.normal(size=50)
+    h = 1e-6
+    du, dv = square_pair_loss_grad(u, v)
+    np.testing.assert_allclose(
+        du, (square_pair_loss(u + h, v) - square_pair_loss(u - h, v)) / (2 * h),
+        rtol=1e-6, atol=1e-6,
+    )
+    np.testing.assert_allclose(
+        dv, (square_pair_loss(u, v + h) - square_pair_loss(u, v - h)) / (2 * h),
+        rtol=1e-6, atol=1e-6,
+    )
+
+
+@pytest.mark.parametrize("gamma", [0.0, 0.3, 1.0])
+def test_risk_and_gradient_match_naive_pair_loops(gamma):
+    rng = np.random.default_rng(1)
+    fP, fN, fU = rng.normal(size=4), rng.normal(size=5), rng.normal(size=6)
+    assert pnu_auc_risk(fP, fN, fU, gamma) == pytest.approx(
+        _naive_risk(fP, fN, fU, gamma), rel=1e-12
+    )
+    for got, want in zip(pnu_auc_risk_grad(fP, fN, fU, gamma),
+                         _naive_grad(fP, fN, fU, gamma), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+    # and the gradient is the derivative of the risk (finite differences)
+    h = 1e-6
+    f = np.concatenate([fP, fN, fU])
+    cut = np.cumsum([fP.size, fN.size])
+    fd = np.empty_like(f)
+    for i in range(f.size):
+        e = np.zeros_like(f)
+        e[i] = h
+        fd[i] = (pnu_auc_risk(*np.split(f + e, cut), gamma)
+                 - pnu_auc_risk(*np.split(f - e, cut), gamma)) / (2 * h)
+    np.testing.assert_allclose(
+        np.concatenate(pnu_auc_risk_grad(fP, fN, fU, gamma)), fd, atol=1e-7
+    )
+
+
+def test_prior_free_identity_holds_for_zero_one_loss_only():
+    """Eq. (7): with the 0-1 loss R_PU + R_NU - 1/2 = R_PN in expectation; our
+    docstring's claim that the square loss adds a within-class spread term."""
+    rng = np.random.default_rng(2)
+    pi = 0.3
+    fP, fN = rng.normal(1.0, 1.0, 2000), rng.normal(0.0, 0.7, 3000)
+    # the U sample is an exact pi-mixture of the same P and N scores
+    fU = np.concatenate([fP[: int(pi * 1000)], fN[: int((1 - pi) * 1000)]])
+    fP_, fN_ = fP[: int(pi * 1000)], fN[: int((1 - pi) * 1000)]
+
+    def m01(a, b):
+        return np.mean((a[:, None] < b[None, :]) + 0.5 * (a[:, None] == b[None, :]))
+
+    assert m01(fP_, fU) + m01(fU, fN_) - 0.5 == pytest.approx(m01(fP_, fN_), abs=1e-12)
+    sq = lambda a, b: np.mean((1 - a[:, None] + b[None, :]) ** 2)  # noqa: E731
+    lhs = sq(fP_, fU) + sq(fU, fN_)
+    rhs = sq(fP_, fN_) + 1 + 2 * pi * fP_.var() + 2 * (1 - pi) * fN_.var()
+    assert lhs == pytest.approx(rhs, rel=1e-12)
+
+
+def test_functional_gradient_matches_directional_derivative():
+    """Eq. (11): <grad L, k(z, .)>_H = sum_i g_i k(x_i, z) + lam f(z) for
+    f = sum_j a_j k(c_j, .), against finite differences of the naive
+    objective along k(z, .)."""
+    rng = np.random.default_rng(3)
+    XP, XN = rng.normal(size=(3, 2)), rng.normal(size=(4, 2))
+    XU = rng.normal(size=(5, 2))
+    C, a = rng.normal(size=(6, 2)), rng.normal(size=6)
+    z = rng.normal(size=(1, 2))
+    sigma, gamma, lam = 0.7, 0.4, 0.3
+
+    def k(A, B):
+        return kernel_matrix(A, B, "rbf", sigma)
+
+    def objective(eps):
+        # f_eps = f + eps k(z, .); ||f_eps||^2 = a'Kcc a + 2 eps f(z) + eps^2
+        f = lambda X: k(X, C) @ a + eps * k(X, z)[:, 0]  # noqa: E731
+        norm2 = a @ k(C, C) @ a + 2 * eps * (k(z, C) @ a)[0] + eps**2
+        return _naive_risk(f(XP), f(XN), f(XU), gamma) + lam / 2 * norm2
+
+    h = 1e-5
+    fd = (objective(h) - objective(-h)) / (2 * h)
+    gP, gN, gU = pnu_auc_risk_grad(k(XP, C) @ a, k(XN, C) @ a, k(XU, C) @ a, gamma)
+    Xall = np.vstack([XP, XN, XU])
+    g = np.concatenate([gP, gN, gU])
+    analytic = g @ k(Xall, z)[:, 0] + lam * (k(z, C) @ a)[0]
+    assert analytic == pytest.approx(fd, rel=1e-6, abs=1e-8)
+
+
+# ------------------------------------------------------- unbiasedness ----
+def test_quadruply_stochastic_gradient_is_unbiased():
+    """Mean over random P/N/U minibatches and random feature blocks of
+    zeta(x) = sum_i g_i phi(x_i)' phi(x) (Eq. 13) equals the exact
+    functional gradient sum_i g_i k(x_i, x) over all pairs (Eq. 11).
+    Tolerance: 5 Monte-Carlo standard errors, and the error bar itself must
+    be below 2% of the gradient's scale so the check has teeth."""
+    rng = np.random.default_rng(4)
+    d, sigma, gamma = 3, 0.8, 0.35
+    XP, XN, XU = rng.random((4, d)), rng.random((5, d)), rng.random((7, d))
+    fP, fN, fU = rng.normal(size=4), rng.normal(size=5), rng.normal(size=7)
+    Xe = rng.random((6, d))
+    gP, gN, gU = pnu_auc_risk_grad(fP, fN, fU, gamma)
+    exact = (np.concatenate([gP, gN, gU])
+             @ kernel_matrix(np.vstack([XP, XN, XU]), Xe, "rbf", sigma))
+    B, draws, m = 64, 6000, 3
+    spec = FeatureSpec("rbf", sigma, 2, 1.0, d, B, 11, np.float64)
+    samples = np.empty((draws, Xe.shape[0]))
+    for t in range(draws):
+        ip, in_, iu = (rng.integers(0, n, size=m) for n in (4, 5, 7))
+        g = np.concatenate(pnu_auc_risk_grad(fP[ip], fN[in_], fU[iu], gamma))
+        W, ph = spec.block(t)
+        Xb = np.vstack([XP[ip], XN[in_], XU[iu]])
+        samples[t] = spec.features(Xe, W, ph) @ (spec.features(Xb, W, ph).T @ g)
+    mean = samples.mean(axis=0)
+    se = samples.std(axis=0) / np.sqrt(draws)
+    scale = np.abs(exact).max()
+    assert se.max() < 0.02 * scale, se.max() / scale
+    assert np.all(np.abs(mean - exact) < 5 * se + 1e-12)
+
+
+# --------------------------------------------------- naive update loop ----
+def test_updates_match_naive_numpy_loop():
+    """Three iterations of Algorithm 1 written out in NumPy (Eq. 14-16,
+    explicit alphas, features from the same seeds) vs the FunctionalModel path."""
+    X, ys, _ = two_gaussians(n=120, d=4, n_labeled=20, seed=5)
+    params = dict(batch_size=8, block_size=4, max_iter=3, random_state=0,
+                  dtype="float64", gamma=0.3, lam=0.05, eta0=30.0, t0=5.0,
+                  sigma=0.4, prior=0.5)
+    est = QSGS2AUC(**params).fit(X, ys)
+    lab = ys != -1
+    XP, XN, XU = X[ys == 1], X[ys == 0], X[~lab]
+    spec = FeatureSpec("rbf", 0.4, 2, 1.0, 4, 4, est.seed_, np.float64)
+    rng = np.random.Generator(np.random.Philox(key=est.seed_))
+    blocks, alphas = [], []
+
+    def f(Z):
+        out = np.zeros(Z.shape[0])
+        for (W, ph), al in zip(blocks, alphas, strict=True):
+            out += spec.features(Z, W, ph) @ al
+        return out
+
+    for t in range(3):
+        ip = rng.integers(0, XP.shape[0], size=8)
+        in_ = rng.integers(0, XN.shape[0], size=8)
+        iu = rng.integers(0, XU.shape[0], size=8)
+        Xb = np.vstack([XP[ip], XN[in_], XU[iu]])
+        fb = f(Xb)
+        g = np.concatenate(pnu_auc_risk_grad(fb[:8], fb[8:16], fb[16:], 0.3))
+        eta = step_theta(30.0, t + 1, 5.0)
+        alphas = [(1 - eta * 0.05) * al for al in alphas]  # Eq. (16)
+        blocks.append(spec.block(t))
+        alphas.append(-eta * (spec.features(Xb, *blocks[-1]).T @ g))  # Eq. (15)
+    np.testing.assert_allclose(
+        est.decision_function(X) + est.threshold_, f(X), rtol=1e-9, atol=1e-10
+    )
+    assert est.n_iter_ == 3 and est.n_blocks_ == 3
+
+
+def test_converges_to_exact_minimizer_of_eq9():
+    """With the paper's schedule (t0 = 0, theta * lam = 1.5 in (1, 2)) the
+    random-feature solution approaches the exact-kernel minimizer of Eq. (9)."""
+    X, ys, _ = two_gaussians(n=300, d=5, n_labeled=40, sep=2.0, seed=6)
+    lam, sigma = 0.1, 0.1
+    exact = ExactS2AUC(gamma=0.5, lam=lam, sigma=sigma, prior=0.5).fit(X, ys)
+    fe = exact.decision_function(X) + exact.threshold_
+    q = QSGS2AUC(gamma=0.5, lam=lam, sigma=sigma, eta0=1.5 / lam, t0=0.0,
+                 max_iter=600, batch_size=64, block_size=16, dtype="float64",
+                 random_state=0, prior=0.5).fit(X, ys)
+    fq = q.decision_function(X) + q.threshold_
+    # scores are defined up to a constant (pairwise loss): compare centered
+    err = np.abs((fq - fq.mean()) - (fe - fe.mean())).max()
+    assert err < 0.1 * fe.std()
+    assert np.corrcoef(fq, fe)[0, 1] > 0.995
+
+
+# ------------------------------------------------- exact closed forms ----
+def _naive_objective(theta, K, P, N, U, terms, lam):
+    f = K @ theta
+    sets = {"P": f[P], "N": f[N], "U": f[U]}
+    r = sum(w * np.mean((1 - sets[a][:, None] + sets[b][None, :]) ** 2)
+            for a, b, w in terms)
+    return r + lam / 2 * theta @ K @ theta
+
+
+@pytest.mark.parametrize(
+    "terms",
+    [
+        [("P", "N", 1.0)],
+        [("P", "N", 0.4), ("P", "U", 0.6), ("U", "N", 0.6)],  # Eq. (8)
+        [("P", "N", 0.5), ("P", "U", 0.5 / 0.6), ("P", "P", -0.4 * 0.5 / 0.6)],
+        [("P", "N", 0.3), ("U", "N", 0.7 / 0.4), ("N", "N", -0.6 * 0.7 / 0.4)],
+    ],
+)
+def test_closed_form_is_stationary_point_of_naive_objective(terms):
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(30, 3))
+    K = kernel_matrix(X, X, "rbf", 0.5)
+    P, N, U = np.arange(0, 6), np.arange(6, 14), np.arange(14, 30)
+    lam = 0.05
+    theta = pairwise_square_closed_form(K, {"P": P, "N": N, "U": U}, terms, lam)
+    h = 1e-6
+    grad = np.array([
+        (_naive_objective(theta + h * e, K, P, N, U, terms, lam)
+         - _naive_objective(theta - h * e, K, P, N, U, terms, lam)) / (2 * h)
+        for e in np.eye(30)
+    ])
+    # gradient in theta is K (...) -> compare against its scale at theta = 0
+    g0 = np.array([
+        (_naive_objective(h * e, K, P, N, U, terms, lam)
+         - _naive_objective(-h * e, K, P, N, U, terms, lam)) / (2 * h)
+        for e in np.eye(30)
+    ])
+    assert np.abs(grad).max() < 1e-6 * max(1.0, np.abs(g0).max())
+    assert np.abs(g0).max() > 1e-2
+
+
+def test_pnu_auc_with_eta_zero_is_supervised_on_same_basis():
+    """eta = 0 leaves only R_PN; on the labeled points the decision values
+    then rank exactly like the supervised fit."""
+    X, ys, y = two_gaussians(n=200, d=4, n_labeled=30, seed=8)
+    pnu = PNUAUC(eta=0.0, lam=0.1, sigma=0.3, prior=0.5).fit(X, ys)
+    sup = SupervisedKernelAUC(lam=0.1, sigma=0.3, prior=0.5).fit(X, ys)
+    # The U points only enlarge the span; with R_PN alone the optimum lies in
+    # the span of the labeled points (representer theorem): same function.
+    np.testing.assert_allclose(
+        pnu.decision_function(X) + pnu.threshold_,
+        sup.decision_function(X) + sup.threshold_, atol=1e-6,
+    )
+
+
+def test_exact_baselines_refuse_large_n():
+    X, ys, _ = two_gaussians(n=120, d=3, n_labeled=20, seed=9)
+    with pytest.raises(ValueError, match="max_samples"):
+        PNUAUC(max_samples=100, prior=0.5).fit(X, ys)
+
+
+# ---------------------------------------------------- learning result ----
+def test_semi_supervised_auc_vs_supervised_with_few_labels():
+    """Two Gaussian classes, 10 labels: QSG-S2AUC's test AUC is at least the
+    supervised kernel AUC's minus 0.01 and above 0.85 (what holds; the
+    square-loss PU/NU terms do not give a large gain on this problem)."""
+    X, ys, y = two_gaussians(n=1500, d=10, n_labeled=10, sep=2.5, seed=10)
+    Xt, _, yt = two_gaussians(n=1000, d=10, n_labeled=10, sep=2.5, seed=110)
+    sigma = 0.05
+    sup = SupervisedKernelAUC(lam=1e-2, sigma=sigma, prior=0.5).fit(X, ys)
+    q = QSGS2AUC(sigma=sigma, prior=0.5, random_state=0).fit(X, ys)
+    a_sup = roc_auc_score(yt, sup.decision_function(Xt))
+    a_q = roc_auc_score(yt, q.decision_function(Xt))
+    assert a_q > 0.85
+    assert a_q >= a_sup - 0.01
+
+
+def test_threshold_and_proba():
+    X, ys, y = two_gaussians(n=400, d=5, n_labeled=40, seed=11)
+    q = QSGS2AUC(**{**FAST, "prior": 0.3}).fit(X, ys)
+    frac = np.mean(q.decision_function(X[ys == -1]) > 0)
+    assert frac == pytest.approx(0.3, abs=0.02)
+    P = q.predict_proba(X)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    # Platt fitted on labeled points: proba increases with the score
+    order = np.argsort(q.decision_function(X))
+    assert np.all(np.diff(P[order, 1]) >= -1e-12)
+    assert q.score(X, y) == pytest.approx(roc_auc_score(y, q.decision_function(X)))
+    # score ignores unlabeled samples
+    assert q.score(X, ys) == pytest.approx(
+        roc_auc_score(ys[ys != -1], q.decision_function(X[ys != -1]))
+    )
+
+
+def test_prior_none_uses_labeled_fraction_and_warns_when_imprecise():
+    X, ys, _ = two_gaussians(n=300, d=4, n_labeled=20, seed=12)
+    with pytest.warns(UserWarning, match="standard error"):
+        q = QSGS2AUC(**{**FAST, "prior": None}).fit(X, ys)
+    lab = ys != -1
+    assert q.prior_ == pytest.approx(np.mean(ys[lab] == 1))
+    X2, ys2, _ = two_gaussians(n=600, d=4, n_labeled=400, seed=12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        QSGS2AUC(**{**FAST, "prior": None}).fit(X2, ys2)
+
+
+def test_callback_sees_usable_model():
+    X, ys, y = two_gaussians(n=300, d=4, n_labeled=30, seed=13)
+    seen = []
+
+    def cb(est, n_iter):
+        seen.append((n_iter, est.score(X, y)))
+
+    QSGS2AUC(**{**FAST, "max_iter": 30}, callback=cb, callback_every=10).fit(X, ys)
+    assert [s[0] for s in seen] == [10, 20, 30]
+    assert all(0.0 <= s[1] <= 1.0 for s in seen)
+
+
+# ------------------------------------------------------- determinism ----
+def test_fit_twice_identical_bytes_and_save_load():
+    X, ys, _ = two_gaussians(n=300, d=4, n_labeled=30, seed=14)
+    a = QSGS2AUC(**FAST).fit(X, ys)
+    b = QSGS2AUC(**FAST).fit(X, ys)
+    assert a.to_bytes() == b.to_bytes()
+    buf = a.to_bytes()
+    c = QSGS2AUC.from_bytes(buf)
+    np.testing.assert_array_equal(a.decision_function(X), c.decision_function(X))
+    np.testing.assert_array_equal(a.predict_proba(X), c.predict_proba(X))
+
+
+def test_save_load_file_roundtrip(tmp_path):
+    X, ys, _ = two_gaussians(n=200, d=4, n_labeled=30, seed=15)
+    for est in (QSGS2AUC(**FAST), PNUAUC(prior=0.5), ExactS2AUC(prior=0.5),
+                SupervisedKernelAUC(prior=0.5)):
+        est.fit(X, ys)
+        est.save(tmp_path / "m.wk")
+        back = load(tmp_path / "m.wk")
+        assert type(back) is type(est)
+        np.testing.assert_array_equal(est.predict(X), back.predict(X))
+        np.testing.assert_array_equal(est.decision_function(X),
+                                      back.decision_function(X))
+
+
+def test_identical_with_one_and_two_numba_threads():
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba was started with one thread (NUMBA_NUM_THREADS=1)")
+    X, ys, _ = two_gaussians(n=3000, d=8, n_labeled=60, seed=16)
+    params = {**FAST, "batch_size": 128, "block_size": 256, "max_iter": 40}
+    old = numba.get_num_threads()
+    try:
+        out = []
+        for n in (1, 2):
+            numba.set_num_threads(n)
+            est = QSGS2AUC(**params).fit(X, ys)
+            # 3000 x 10240 features: above the parallel cut-off of the kernels
+            out.append((est.to_bytes(), est.decision_function(X)))
+    finally:
+        numba.set_num_threads(old)
+    assert out[0][0] == out[1][0]
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+
+
+# ------------------------------------------------------------- errors ----
+def test_clear_errors():
+    X, ys, y = two_gaussians(n=100, d=3, n_labeled=20, seed=17)
+    only_pos = np.where(ys == 0, -1, ys)
+    with pytest.raises(ValueError, match="Only one class"):
+        QSGS2AUC(**FAST).fit(X, only_pos)
+    with pytest.raises(ValueError, match="No unlabeled"):
+        QSGS2AUC(**FAST).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="gamma"):
+        QSGS2AUC(**FAST, gamma=1.5).fit(X, ys)
+    with pytest.raises(InvalidParameterError, match="prior"):
+        QSGS2AUC(**{**FAST, "prior": 1.0}).fit(X, ys)
+    Xn = X.copy()
+    Xn[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        QSGS2AUC(**FAST).fit(Xn, ys)
+    Xi = X.copy()
+    Xi[3, 1] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        QSGS2AUC(**FAST).fit(Xi, ys)
+    y3 = ys.copy()
+    y3[np.flatnonzero(ys == 0)[:3]] = 2
+    with pytest.raises(ValueError, match="Only binary"):
+        QSGS2AUC(**FAST).fit(X, y3)
+    with pytest.raises(ValueError, match="amplify"):
+        QSGS2AUC(**{**FAST, "eta0": 1000.0, "lam": 1.0, "t0": 0.0}).fit(X, ys)
+    with pytest.raises(ValueError, match="max_features"):
+        QSGS2AUC(**FAST, max_features=4).fit(X, ys)
+    est = QSGS2AUC(**FAST).fit(X, ys)
+    with pytest.raises(ValueError, match="features"):
+        est.predict(X[:, :2])
+    with pytest.raises(ValueError, match="both classes"):
+        est.score(X, np.where(y == 1, 1, -1))
+    with pytest.raises(FloatingPointError, match="diverged"):
+        QSGS2AUC(**{**FAST, "eta0": 1e6, "t0": 0.0, "lam": 1e-8,
+                    "dtype": "float64", "max_iter": 300}).fit(X, ys)
+
+
+def test_model_file_layout_mismatch_is_rejected():
+    X, ys, _ = two_gaussians(n=100, d=3, n_labeled=20, seed=18)
+    est = QSGS2AUC(**FAST).fit(X, ys)
+    meta, arrays = est._artifact_state()
+    arrays["coef"] = arrays["coef"][:, :-1]
+    with pytest.raises(ValueError, match="layout"):
+        QSGS2AUC()._set_artifact_state(meta, arrays)
+
+
+# ------------------------------------------------------- sklearn checks ----
+_FULLY_LABELED = (
+    "the check fits on fully labeled y; a semi-supervised AUC estimator raises "
+    "'No unlabeled samples' (y == -1 must mark some; Eq. (8) needs U)"
+)
+_STRING_LABELS = (
+    "the check uses string labels; y must be numeric so that y == -1 can mark "
+    "unlabeled samples"
+)
+_NEEDS_UNLABELED_CHECKS = (
+    "check_fit_score_takes_y",
+    "check_estimators_overwrite_params",
+    "check_dont_overwrite_parameters",
+    "check_estimators_fit_returns_self",
+    "check_readonly_memmap_input",
+    "check_n_features_in_after_fitting",
+    "check_positive_only_tag_during_fit",
+    "check_estimators_dtypes",
+    "check_dtype_object",
+    "check_pipeline_consistency",
+    "check_estimators_nan_inf",
+    "check_estimators_pickle",
+    "check_f_contiguous_array_estimator",
+    "check_classifier_data_not_an_array",
+    "check_classifiers_train",
+    "check_supervised_y_2d",
+    "check_non_transformer_estimators_n_iter",
+    "check_decision_proba_consistency",
+    "check_methods_sample_order_invariance",
+    "check_methods_subset_invariance",
+    "check_fit2d_1feature",
+    "check_dict_unchanged",
+    "check_fit_idempotent",
+    "check_fit_check_is_fitted",
+    "check_n_features_in",
+    "check_fit2d_predict1d",
+)
+
+
+def _expected_failed_checks(estimator):
+    table = {name: _FULLY_LABELED for name in _NEEDS_UNLABELED_CHECKS}
+    table["check_classifiers_classes"] = _STRING_LABELS
+    return table
+
+
+@parametrize_with_checks(
+    [QSGS2AUC(batch_size=16, block_size=8, max_iter=10, random_state=0)],
+    expected_failed_checks=_expected_failed_checks,
+    xfail_strict=True,
+)
+def test_sklearn_compatible(estimator, check):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="prior=None")
+        check(estimator)
