@@ -20,68 +20,14 @@ import pytest
 import yaml
 
 import weakkernels as wk
+from _reliability import ESTIMATORS, available_estimators
 
 ROOT = Path(__file__).resolve().parents[1]
 MIRROR = ROOT.parent / "shared" / "data" / "raw"
 
 
-def _semi(seed=0, n=120, d=4):
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 2, n)
-    X = rng.normal(size=(n, d)) + 1.5 * y[:, None]
-    ys = y.copy()
-    ys[rng.permutation(n)[: n - 30]] = -1
-    return X, ys
-
-
-def _su(seed=0, n=120, d=4):
-    rng = np.random.default_rng(seed)
-    z = rng.random(n) < 0.7
-    X = rng.normal(size=(n, d)) + 1.5 * z[:, None]
-    y = -np.ones(n, dtype=np.int64)
-    # 20 similar pairs: consecutive rows of the same class
-    pos = np.flatnonzero(z)[:30]
-    X[:30] = X[pos]
-    y[:30] = 1
-    return X, y
-
-
-def _sup(seed=0, n=120, d=4):
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 2, n)
-    return rng.normal(size=(n, d)) + 1.5 * y[:, None], y
-
-
-# name -> (factory of a small, seeded estimator, data maker)
-ESTIMATORS = {
-    "TSGS3VM": (lambda: wk.TSGS3VM(max_iter=20, batch_size=16, block_size=8,
-                                   random_state=3), _semi),
-    "FRS3VM": (lambda: wk.FRS3VM(max_iter=20, batch_size=16, n_components=32,
-                                 random_state=3), _semi),
-    "TSGSU": (lambda: wk.TSGSU(max_iter=20, batch_size=16, block_size=8,
-                               random_state=3), _su),
-    "QSGS2AUC": (lambda: wk.QSGS2AUC(max_iter=20, batch_size=16, block_size=8,
-                                     prior=0.5, random_state=3), _semi),
-    "CCCPTSVM": (lambda: wk.CCCPTSVM(max_cccp_iter=5), _semi),
-    "RampSVM": (lambda: wk.RampSVM(max_cccp_iter=5, init_fraction=0.5,
-                                   random_state=3), _sup),
-}
-
-
-def available_estimators() -> list[str]:
-    """Every estimator of ``weakkernels`` importable right now."""
-    out = []
-    for name in ESTIMATORS:
-        try:
-            getattr(wk, name)
-        except (ImportError, AttributeError):
-            continue
-        out.append(name)
-    return out
-
-
 def _fit(name, threads):
-    make, data = ESTIMATORS[name]
+    make, data = ESTIMATORS[name].make, ESTIMATORS[name].data
     X, y = data()
     old = numba.get_num_threads()
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
@@ -159,8 +105,10 @@ def tiny_params() -> dict:
     params["split"]["su"].update(datasets=[])
     want = ["tsgs3vm", "qsgs2auc", "cccp_tsvm"]  # one per engine family
     params["models"]["names"] = [m for m in want if m in set(available_models())]
-    params["tune"].update(n_trials=2, n_startup_trials=2, storage=None)
-    params["train"].update(seeds=[1], log_pyfunc=False)
+    # few validation reports: each is an MLflow write (sqlite commit)
+    params["tune"].update(n_trials=2, n_startup_trials=2, storage=None,
+                          callback_every=64)
+    params["train"].update(seeds=[1], log_pyfunc=False, callback_every=64)
     params["evaluate"].update(check_reload=True)
     return params
 
