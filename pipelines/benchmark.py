@@ -44,7 +44,9 @@ def benchmark(dataset: str, model: str, n_unlabeled: list[int], seeds: list[int]
     raw = Path(root) / "data" / "raw"
     mirror = params["download"].get("mirror")
     if mirror and not Path(mirror).is_absolute():
-        mirror = Path(root) / mirror
+        from weakkernels.pipeline.tracking import main_repo_root
+
+        mirror = main_repo_root(root) / mirror
     dl = params["download"]
     download([dataset], raw, mirror=mirror, retries=int(dl.get("retries", 3)),
              timeout=float(dl.get("timeout", 60)),

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from weakkernels.pipeline.datasets import DATASETS, download_dataset
 from weakkernels.pipeline.storage import atomic_write_json, load_params
+from weakkernels.pipeline.tracking import main_repo_root
 
 
 def download(
@@ -53,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg = params["download"]
     mirror = cfg.get("mirror")
     if mirror and not Path(mirror).is_absolute():
-        mirror = Path(args.params).resolve().parent / mirror
+        # Relative to the main repository, also from a `dvc exp run` temp copy.
+        mirror = main_repo_root(Path(args.params).resolve().parent) / mirror
     records = download(
         params["data"]["datasets"], args.out, mirror=mirror,
         retries=int(cfg.get("retries", 3)), timeout=float(cfg.get("timeout", 60)),

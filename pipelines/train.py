@@ -103,8 +103,9 @@ def train_one(model, X, y, split, n_u, params, fixed, *, seed, callback_every,
 
     val_loss = objective(spec.task, y_val, est.predict(X_val), scores(est, X_val))
     lab = y_fit != -1
+    # SU rows carry no class labels: no training error to report.
     train_error = float(np.mean(est.predict(X_fit[lab]) != y_fit[lab])) \
-        if not is_su and lab.any() else float("nan")
+        if not is_su and lab.any() else None
     if model_path is not None and spec.ours:
         Path(model_path).parent.mkdir(parents=True, exist_ok=True)
         if "callback" in est.get_params(deep=False):
@@ -203,7 +204,7 @@ def _train_seed(model, dataset, X, y, kind, splits_dir, models_dir, pred_dir, n_
                        "compile_time_s": out["compile_time_s"],
                        "predict_time_s": out["predict_time_s"],
                        "val_loss": out["val_loss"]}
-            if np.isfinite(out["train_error"]):
+            if out["train_error"] is not None:
                 metrics["train_error"] = out["train_error"]
             mlflow.log_metrics(metrics)
             if MODELS[model].ours:
