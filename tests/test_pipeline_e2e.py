@@ -38,7 +38,10 @@ def _env(tmp: Path) -> dict[str, str]:
 def _run(cmd, cwd, env, timeout=600):
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=timeout)
-    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    if proc.returncode != 0:
+        pytest.fail(f"{cmd} failed ({proc.returncode}):\n--- stdout\n"
+                    f"{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-4000:]}",
+                    pytrace=False)
     return proc
 
 

@@ -162,7 +162,7 @@ MODELS: dict[str, ModelSpec] = {
     "qsgs2auc": ModelSpec(
         "qsgs2auc", "auc", _ours("QSGS2AUC"),
         {"gamma": ("float", 0.0, 1.0, False), "sigma_rel": _SIGMA, "lam": _LAM,
-         "eta0": _ETA},
+         "eta0": ("float", 1.0, 1000.0, True)},  # step theta / t, default 100
         requires="QSGS2AUC", callback=True, ours=True),
     "tsgsu": ModelSpec(
         "tsgsu", "su", _ours("TSGSU"),
