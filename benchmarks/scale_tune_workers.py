@@ -128,7 +128,8 @@ def main(argv=None) -> int:
         for w in map(int, args.workers.split(",")):
             rows.append(run(pg, Path(tmp), w, args.n_trials, args.numba_threads))
             print(json.dumps(rows[-1]), flush=True)
-    meta = dict(n_cpus=os.cpu_count(), numba_threads_per_worker=args.numba_threads, machine=platform.platform(),
+    meta = dict(n_cpus=os.cpu_count(), numba_threads_per_worker=args.numba_threads,
+                machine=platform.platform(),
                 shared_machine=True, storage="PostgreSQL 15 on 127.0.0.1",
                 command="python benchmarks/scale_tune_workers.py "
                 + " ".join(argv if argv is not None else sys.argv[1:]))
