@@ -254,8 +254,12 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         f_{t+1} = (1 - eta_t lam) f_t - eta_t zeta_t,   eta_t = eta0 / (t + t0).
 
     (``FunctionalModel.step`` shrinks by ``1 - g`` and adds ``-g G``; we pass
-    ``g = eta_t lam`` and ``G = zeta_t / lam``.) With ``batch_size=1`` and
-    ``block_size=1`` this is the printed algorithm with one triplet per step.
+    ``g = eta_t lam`` and ``G = zeta_t / lam``.) With ``batch_size=1``,
+    ``block_size=1`` and ``t0=0`` this is the printed algorithm with one
+    triplet per step (our feature is ``sqrt(2) cos(w'x + b)`` rather than
+    the paper's ``[cos, sin]`` pair Eq. (10); both are unbiased for k).
+    The minibatch estimate over all pairs stays unbiased because the P, N and
+    U minibatches are drawn independently.
 
     Unlabeled samples are marked ``y == -1`` in ``fit(X, y)``; exactly two
     labeled classes are required, ``classes_[1]`` is the positive class.
