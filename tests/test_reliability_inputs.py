@@ -153,3 +153,32 @@ def test_reliability_md_lists_every_case():
     text = (Path(__file__).resolve().parents[1] / "RELIABILITY.md").read_text()
     missing = sorted({c.id for c in CASES if f"(`{c.id}`)" not in text})
     assert not missing, f"not in RELIABILITY.md: {missing}"
+
+
+def test_repository_params_yaml_passes_the_schema():
+    from pathlib import Path
+
+    from weakkernels.pipeline.storage import load_params
+
+    params = load_params(Path(__file__).resolve().parents[1] / "params.yaml")
+    assert "tune" in params and "models" in params
+
+
+def test_a_new_setting_only_warns_and_a_typo_is_an_error():
+    import copy
+    from pathlib import Path
+
+    import yaml
+
+    from weakkernels.pipeline.params_schema import ParamsError, validate_params
+
+    base = yaml.safe_load((Path(__file__).resolve().parents[1] / "params.yaml")
+                          .read_text())
+    new = copy.deepcopy(base)
+    new["tune"]["timeout_per_trial"] = 60  # a new setting, not a typo
+    with pytest.warns(UserWarning, match=r"tune\.timeout_per_trial"):
+        validate_params(new)
+    typo = copy.deepcopy(base)
+    typo["mlflow"]["expriment"] = typo["mlflow"].pop("experiment")
+    with pytest.raises(ParamsError, match=r"did you mean 'mlflow\.experiment'"):
+        validate_params(typo)

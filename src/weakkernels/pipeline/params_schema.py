@@ -136,6 +136,26 @@ SCHEMA: dict[str, Any] = {
 _PASSWORD_IN_URL = re.compile(r"://[^/:@\s]+:[^@/\s]+@")
 
 
+def _edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance (insertions, deletions, substitutions)."""
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+def _misspelling_of(key: str, known: list[str]) -> list[str]:
+    """Known keys at most two edits away (``n_trails`` -> ``n_trials``): a typo,
+    not a new setting such as ``timeout_per_trial`` beside ``timeout_per_study``."""
+    if len(key) < 4:
+        return []
+    dist = sorted((_edit_distance(key, k), k) for k in known)
+    return [k for d, k in dist[:1] if d <= 2]
+
+
 def _walk(schema: dict, node: Any, prefix: str, errors: list, unknown: list) -> None:
     if not isinstance(node, Mapping):
         errors.append(f"{prefix.rstrip('.') or 'params.yaml'}: expected a mapping, "
@@ -144,8 +164,7 @@ def _walk(schema: dict, node: Any, prefix: str, errors: list, unknown: list) -> 
     for key, value in node.items():
         name = f"{prefix}{key}"
         if key not in schema:
-            close = difflib.get_close_matches(str(key), list(schema), n=1,
-                                              cutoff=0.75)
+            close = _misspelling_of(str(key), list(schema))
             if close:
                 errors.append(f"{name}: unknown key (did you mean "
                               f"'{prefix}{close[0]}'?)")
