@@ -699,6 +699,27 @@ def run_throughput(proto, out_dir, log, command):
     return {"rows": res["rows"], "targets": targets}
 
 
+SECTION = "## Peers and paper protocols (issue 5)"
+
+
+def update_benchmarks_md(intro: str, parts: list[Path],
+                         path: Path = ROOT / "BENCHMARKS.md") -> None:
+    """Replace (or append) this harness's section of ``BENCHMARKS.md`` with
+    ``intro`` and the generated tables ``parts``; other sections are kept."""
+    text = path.read_text() if path.exists() else "# Benchmarks\n"
+    body = "\n\n".join([SECTION, intro.strip()] + [
+        p.read_text().strip().replace("](results/", "](benchmarks/results/")
+        for p in parts]) + "\n"
+    if SECTION in text:
+        head, rest = text.split(SECTION, 1)
+        nxt = rest.find("\n## ")
+        tail = rest[nxt + 1:] if nxt >= 0 else ""
+        text = head + body + ("\n" + tail if tail else "")
+    else:
+        text = text.rstrip("\n") + "\n\n" + body
+    path.write_text(text)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--protocol", action="append", default=[])
@@ -710,7 +731,15 @@ def main(argv=None):
     ap.add_argument("--n-unlabeled", type=int, nargs="+")
     ap.add_argument("--out-dir", type=Path, default=RESULTS)
     ap.add_argument("--no-mlflow", action="store_true")
+    ap.add_argument("--update-benchmarks-md", nargs="+", type=Path,
+                    metavar="TABLE_MD", help="write these generated tables "
+                    "(after benchmarks/results/harness/INTRO.md) into "
+                    "BENCHMARKS.md's issue-5 section and exit")
     args = ap.parse_args(argv)
+    if args.update_benchmarks_md:
+        update_benchmarks_md((RESULTS / "INTRO.md").read_text(),
+                             args.update_benchmarks_md)
+        return
     if args.list:
         for p in list_protocols():
             print(p, "-", load_protocol(p).get("description", "").strip().split(
