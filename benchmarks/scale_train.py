@@ -104,9 +104,10 @@ def run_child(args) -> dict:
     TSGS3VM(**{**kw, "max_iter": 3}).fit(np.asarray(X[:2000]), y_warm)
     base = _status()
     with PeakSampler() as sampler:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         est = TSGS3VM(**kw).fit(X, y)
         fit_s = time.perf_counter() - t0
+        cpu_s = time.process_time() - c0
     st = _status()
     t0 = time.perf_counter()
     err = float(np.mean(est.predict(X_test) != y_test))
@@ -114,7 +115,8 @@ def run_child(args) -> dict:
     return dict(
         dataset=args.dataset, n=n, d=int(X.shape[1]), n_labeled=n_l,
         n_iter=int(est.n_iter_), max_features=max_features,
-        n_features_model=int(est.n_features_model_), fit_s=fit_s,
+        n_features_model=int(est.n_features_model_), fit_s=fit_s, cpu_s=cpu_s,
+        load_avg_1min=os.getloadavg()[0],
         test_error=err, n_test=int(args.n_test), predict_test_s=pred_s,
         peak_rss=st["VmHWM"], rss_before_fit=base["VmRSS"],
         peak_anon=sampler.peak["RssAnon"], peak_file=sampler.peak["RssFile"],
@@ -137,13 +139,18 @@ def plot(rows: list[dict], out: Path, title: str, extrapolated: list[dict]) -> N
     n = np.array([r["n"] for r in rows], dtype=float)
     t = np.array([r["fit_s"] for r in rows])
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    a1.loglog(n, t, "o-", label="measured (median)")
-    if len(rows) > 1:
-        k, c = np.polyfit(np.log10(n), np.log10(t), 1)
-        grid = np.logspace(np.log10(n.min()), np.log10(max(
-            [n.max()] + [e["n"] for e in extrapolated])), 50)
-        a1.loglog(grid, 10 ** (c + k * np.log10(grid)), "--",
-                  label=f"fit: slope {k:.2f}")
+    grid = np.logspace(np.log10(n.min()), np.log10(max(
+        [n.max()] + [e["n"] for e in extrapolated])), 50)
+    series = [("wall time", t, "o-")]
+    if all("cpu_s" in r for r in rows):
+        series.append(("CPU time (all threads)",
+                       np.array([r["cpu_s"] for r in rows]), "s-"))
+    for label, y, style in series:
+        line, = a1.loglog(n, y, style, label=f"{label} (median)")
+        if len(rows) > 1:
+            k, c = np.polyfit(np.log10(n), np.log10(y), 1)
+            a1.loglog(grid, 10 ** (c + k * np.log10(grid)), "--",
+                      color=line.get_color(), label=f"fit: slope {k:.2f}")
     for e in extrapolated:
         a1.loglog([e["n"]], [e["fit_s"]], "x", ms=10, color="red",
                   label=f"EXTRAPOLATED n={e['n']:.0e}")
@@ -188,6 +195,8 @@ def main(argv=None) -> int:
                     help="sizes not run, predicted from the fitted slope")
     ap.add_argument("--out", default="benchmarks/results/scale_train.json")
     ap.add_argument("--plot", default="benchmarks/results/scale_train.png")
+    ap.add_argument("--replot", action="store_true",
+                    help="only redraw --plot from an existing --out JSON")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -195,6 +204,12 @@ def main(argv=None) -> int:
     args.data_dir = args.data_dir or f"data/synthetic/{args.dataset}"
     if args.child:
         print(json.dumps(run_child(args)))
+        return 0
+    title = (f"{args.dataset} (SYNTHETIC, d={spec.n_features}), one pass, batch "
+             "256+256, max_features=ceil(sqrt(n)); shared 2-core machine")
+    if args.replot:
+        res = json.loads(Path(args.out).read_text())
+        plot(res["runs"], Path(args.plot), title, res["extrapolated"])
         return 0
     sizes = [int(float(s)) for s in args.rows.split(",") if s]
     if max(sizes) > spec.n_rows - args.n_test:
@@ -219,7 +234,8 @@ def main(argv=None) -> int:
             per.append(json.loads(res.stdout.strip().splitlines()[-1]))
             print(json.dumps(per[-1]), flush=True)
         med = dict(per[0])
-        for k in ("fit_s", "peak_rss", "peak_anon", "peak_file", "test_error"):
+        for k in ("fit_s", "cpu_s", "peak_rss", "peak_anon", "peak_file",
+                  "test_error"):
             med[k] = float(np.median([p[k] for p in per]))
         med["repeats"] = reps
         med["fit_s_all"] = [p["fit_s"] for p in per]
@@ -243,21 +259,20 @@ def main(argv=None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(dict(meta=meta, runs=runs, extrapolated=extrap),
                               indent=2) + "\n")
-    plot(runs, Path(args.plot),
-         f"{args.dataset} (SYNTHETIC, d={spec.n_features}), one pass, batch 256+256,"
-         f" max_features=ceil(sqrt(n)); shared 2-core machine", extrap)
+    plot(runs, Path(args.plot), title, extrap)
     mb = 2.0**20
     print(f"\nslope of log time vs log rows: {k:.2f}")
-    print("| rows | fit time (median) | test error | peak RSS (VmHWM) | "
-          "peak anon | peak file-backed | X[:n] on disk |")
-    print("|---|---|---|---|---|---|---|")
+    print("| rows | fit wall time (median) | fit CPU time | test error | "
+          "peak RSS (VmHWM) | peak anon | peak file-backed | X[:n] on disk |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in runs:
         print(f"| {r['n']:,} | {r['fit_s']:.2f} s (x{r['repeats']}) | "
+              f"{r['cpu_s']:.2f} s | "
               f"{r['test_error']:.3f} | {r['peak_rss'] / mb:.0f} MiB | "
               f"{r['peak_anon'] / mb:.0f} MiB | {r['peak_file'] / mb:.0f} MiB | "
               f"{r['file_bytes'] / mb:.0f} MiB |")
     for e in extrap:
-        print(f"| {e['n']:,} | **{e['fit_s']:.0f} s EXTRAPOLATED** | | | | | |")
+        print(f"| {e['n']:,} | **{e['fit_s']:.0f} s EXTRAPOLATED** | | | | | | |")
     return 0
 
 
