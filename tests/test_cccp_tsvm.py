@@ -101,6 +101,40 @@ def test_ramp_subset_initialisation():
     assert again.to_bytes() == sub.to_bytes()
 
 
+def test_ramp_multiclass_one_vs_rest():
+    X, y, _ = _blobs3(2)
+    ramp = RampSVM(C=1.0, sigma=0.5).fit(X, y)
+    F = ramp.decision_function(X)
+    assert F.shape == (y.size, 3)
+    np.testing.assert_array_equal(ramp.predict(X), np.argmax(F, axis=1))
+    assert np.mean(ramp.predict(X) == y) > 0.95
+    assert ramp.n_support_.shape == (3,) and ramp.n_iter_.shape == (3,)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_warm_start_projection_is_feasible(seed):
+    # Between CCCP iterations the box moves; the previous alpha is clipped
+    # and the sum restored before the next SMO solve.
+    from weakkernels.cccp_tsvm import _make_feasible
+
+    rng = np.random.default_rng(seed)
+    n = 30
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    beta = np.where(rng.random(n) < 0.3, 2.0, 0.0)
+    A = np.where(y > 0, -beta, -(2.0 - beta))
+    B = np.where(y > 0, 2.0 - beta, beta)
+    alpha = rng.normal(scale=2.0, size=n)
+    out = _make_feasible(alpha, A, B, np.zeros(n, dtype=bool))
+    assert np.all(out >= A) and np.all(out <= B)
+    assert abs(out.sum()) < 1e-12
+    free = np.zeros(n + 1, dtype=bool)
+    free[-1] = True
+    A1, B1 = np.append(A, -np.inf), np.append(B, np.inf)
+    out1 = _make_feasible(np.append(alpha, 0.0), A1, B1, free)
+    assert abs(out1.sum()) < 1e-12
+    np.testing.assert_array_equal(out1[:-1], np.clip(alpha, A, B))
+
+
 # ---------------------------------------------------------------- CCCPTSVM
 
 
