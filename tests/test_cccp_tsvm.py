@@ -268,6 +268,27 @@ def test_determinism_and_save_load(make, tmp_path):
     np.testing.assert_array_equal(loaded.n_iter_, est.n_iter_)
 
 
+def test_tsvm_pickle_and_clone_on_semi_supervised_data():
+    # The sklearn checks that need fitting are xfailed for CCCPTSVM (they pass
+    # fully labeled y); the same contracts on semi-supervised data:
+    import pickle
+
+    from sklearn.base import clone
+
+    X, _, ys = _g50c_like(17, n=120)
+    est = CCCPTSVM(sigma=0.01, max_cccp_iter=5)
+    params = est.get_params()
+    assert est.fit(X, ys) is est
+    assert est.get_params() == params  # fit does not touch parameters
+    assert est.n_features_in_ == X.shape[1]
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(again.decision_function(X), est.decision_function(X))
+    fresh = clone(est)
+    assert not hasattr(fresh, "classes_")
+    np.testing.assert_array_equal(fresh.fit(X, ys).predict(X), est.predict(X))
+    assert np.all(est.n_iter_ <= 5)
+
+
 def test_string_classes_roundtrip():
     X, y, _ = _noisy(100, seed=13)
     labels = np.array(["neg", "pos"], dtype=object)[y]
