@@ -238,7 +238,8 @@ def kernel_width(rule, X) -> float:
 
 def resolve_params(params: dict, ctx: dict) -> dict:
     """Substitute ``"$sigma"``, ``"$C"``, ``"$prior"``, ``"$paper_cstar"`` (C n_l /
-    n_u of paper 000), ``"$sqrt_n"`` (ceil sqrt of the training size)."""
+    n_u of paper 000; ``"$paper_cstar100"`` the same for C = 100), ``"$sqrt_n"``
+    (ceil sqrt of the training size)."""
     out = {}
     for k, v in params.items():
         if isinstance(v, str) and v.startswith("$"):
@@ -306,6 +307,8 @@ def run_cell(proto, ds, n_u, seed, methods, skip, log) -> list[dict]:
            "prior": info["prior"], "sqrt_n": int(math.ceil(math.sqrt(len(Xtr))))}
     if proto["task"] in ("ssl", "auc"):
         ctx["paper_cstar"] = C * info["n_labeled"] / max(1, info["n_unlabeled"])
+        ctx["paper_cstar100"] = 100.0 * info["n_labeled"] / max(
+            1, info["n_unlabeled"])
     rows = []
     with tempfile.TemporaryDirectory(prefix="wk-bench-") as tmp:
         data = Path(tmp) / "split.npz"
