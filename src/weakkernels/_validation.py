@@ -34,6 +34,7 @@ def validate_semi_supervised(
         y_numeric=False,
         reset=True,
     )
+    check_magnitude(estimator, X)
     y = np.asarray(y)
     if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
         raise ValueError("y contains NaN or infinity.")
@@ -67,7 +68,7 @@ def validate_semi_supervised(
 
 def validate_predict(estimator, X):
     """Validate prediction input against the fitted feature count."""
-    return validate_data(
+    X = validate_data(
         estimator,
         X,
         accept_sparse=False,
@@ -75,6 +76,32 @@ def validate_predict(estimator, X):
         ensure_all_finite=True,
         reset=False,
     )
+    check_magnitude(estimator, X)
+    return X
+
+
+def check_magnitude(estimator, X) -> None:
+    """Refuse finite features too large for the kernel arithmetic.
+
+    Squared distances ``||x||^2 + ||x'||^2 - 2 <x, x'>`` overflow float64 once
+    ``|x|`` nears ``sqrt(max float / n_features)`` (inf - inf = NaN: a silent
+    NaN model), and an estimator computing in float32 (``dtype="float32"``)
+    turns values beyond the float32 range into inf. Either way the message
+    names the input, not a step size.
+    """
+    if X.size == 0:
+        return
+    peak = float(np.max(np.abs(X)))
+    limit = float(np.sqrt(np.finfo(np.float64).max / (4.0 * X.shape[1])))
+    where = "float64"
+    if getattr(estimator, "dtype", None) == "float32":
+        limit, where = min(limit, float(np.sqrt(np.finfo(np.float32).max))), "float32"
+    if peak > limit:
+        raise ValueError(
+            f"X holds values up to {peak:.3g}; beyond {limit:.3g} squared "
+            f"distances overflow {where}. Scale the features (e.g. min-max to "
+            "[0, 1], params.yaml prepare.scale: minmax)."
+        )
 
 
 def check_divergence(values, parameter_hint: str) -> None:

@@ -40,6 +40,7 @@ from weakkernels._smo import (
 )
 from weakkernels._validation import (
     check_divergence,
+    check_magnitude,
     validate_predict,
     validate_semi_supervised,
 )
@@ -464,6 +465,7 @@ class RampSVM(_CCCPBase):
         self
         """
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
+        check_magnitude(self, X)  # squared distances must not overflow
         check_classification_targets(y)
         self.classes_, y_enc = np.unique(y, return_inverse=True)
         if self.classes_.size < 2:
