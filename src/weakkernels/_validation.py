@@ -91,7 +91,8 @@ def check_magnitude(estimator, X) -> None:
     """
     if X.size == 0:
         return
-    peak = float(np.max(np.abs(X)))
+    # two reductions, no |X| temporary: X may be a memmap larger than RAM
+    peak = max(abs(float(np.max(X))), abs(float(np.min(X))))
     limit = float(np.sqrt(np.finfo(np.float64).max / (4.0 * X.shape[1])))
     where = "float64"
     if getattr(estimator, "dtype", None) == "float32":
