@@ -313,7 +313,7 @@ def run_cell(proto, ds, n_u, seed, methods, skip, log) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="wk-bench-") as tmp:
         data = Path(tmp) / "split.npz"
         np.savez(data, **arrays)
-        for m in methods:
+        for i, m in enumerate(methods):
             row = {"protocol": proto["name"], "dataset": ds["name"], "seed": seed,
                    "method": m["name"], "impl": m["method"],
                    "n_unlabeled": info["n_unlabeled"], **{
@@ -333,11 +333,11 @@ def run_cell(proto, ds, n_u, seed, methods, skip, log) -> list[dict]:
                 if py is None:
                     row["status"] = why
                 else:
-                    out = Path(tmp) / f"{m['name']}.json"
+                    out = Path(tmp) / f"method{i}.json"  # names may hold "/"
                     job = {"data": str(data), "method": m["method"], "seed": seed,
                            "params": params, "task": proto["task"], "out": str(out),
                            "callback_every": m.get("callback_every")}
-                    jf = Path(tmp) / f"{m['name']}.job.json"
+                    jf = Path(tmp) / f"method{i}.job.json"
                     jf.write_text(json.dumps(job))
                     env = {**os.environ, **ONE_THREAD,
                            "PYTHONPATH": str(HERE / "peers")}
