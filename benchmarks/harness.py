@@ -476,7 +476,9 @@ def hardware() -> str:
     return (f"{cpu}, {os.cpu_count()} cores, "
             f"{psutil.virtual_memory().total / 2**30:.0f} GB RAM, Python "
             f"{platform.python_version()}, {platform.system()}; machine shared with "
-            "other developers (wall times noisy); every method single-threaded")
+            "other developers (load average at the end of this run: "
+            f"{os.getloadavg()[0]:.1f}; wall times noisy, see the CPU column); "
+            "every method single-threaded")
 
 
 def _fmt(v, spec="{:.3g}"):
