@@ -506,9 +506,10 @@ def markdown(proto, rows, summary, targets, command) -> str:
             for s in summary:
                 if s["dataset"] != ds or s["n_unlabeled"] != n_u:
                     continue
+                nd = 4 if task == "auc" else 2
                 err = "-" if s[key] is None else (
-                    f"{scale * s[key]:.2f} [{scale * s[key + '_min']:.2f}–"
-                    f"{scale * s[key + '_max']:.2f}]")
+                    f"{scale * s[key]:.{nd}f} [{scale * s[key + '_min']:.{nd}f}–"
+                    f"{scale * s[key + '_max']:.{nd}f}]")
                 kb = None if s["model_bytes"] is None else s["model_bytes"] / 1024
                 lines.append(
                     f"| {s['method']} | {err} | {_fmt(s['fit_s'])} | "
