@@ -398,6 +398,15 @@ def _med(vals):
     return float(np.median(vals)) if vals else None
 
 
+def _curve_free(r: dict) -> dict:
+    """Fit time without the validation curve's evaluations.  Rows from workers
+    that predate ``fit_s_incl_curve`` hold the curve time in ``fit_s`` and have
+    ``fit_s_excl_curve``; their CPU time cannot be corrected and is dropped."""
+    if r.get("curve") and "fit_s_excl_curve" in r and "fit_s_incl_curve" not in r:
+        r = {**r, "fit_s": r["fit_s_excl_curve"], "fit_cpu_s": None}
+    return r
+
+
 def summarize(rows: list[dict], task: str) -> list[dict]:
     """Median over seeds per (dataset, n_u, method); statuses counted."""
     key = ERROR_KEY[task]
@@ -406,7 +415,7 @@ def summarize(rows: list[dict], task: str) -> list[dict]:
         groups.setdefault((r["dataset"], r["n_unlabeled"], r["method"]), []).append(r)
     out = []
     for (ds, n_u, m), rs in groups.items():
-        ok = [r for r in rs if r.get("status") == "ok"]
+        ok = [_curve_free(r) for r in rs if r.get("status") == "ok"]
         s = {"dataset": ds, "n_unlabeled": n_u, "method": m, "n_ok": len(ok),
              "n_runs": len(rs),
              "statuses": sorted({r.get("status") for r in rs if
@@ -481,19 +490,23 @@ def hardware() -> str:
             "every method single-threaded")
 
 
+def _now() -> str:
+    return f"{_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M}"
+
+
 def _fmt(v, spec="{:.3g}"):
     return "-" if v is None else spec.format(v)
 
 
-def markdown(proto, rows, summary, targets, command) -> str:
+def markdown(proto, rows, summary, targets, command, hw=None, date=None) -> str:
     task = proto["task"]
     key = ERROR_KEY[task]
     label = "test AUC" if task == "auc" else "test error %"
     scale = 1.0 if task == "auc" else 100.0
     lines = [f"### Protocol `{proto['name']}`", "", proto.get("description", "")
              .strip(), "",
-             f"Command: `{command}`  ", f"Hardware: {hardware()}  ",
-             f"Date: {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC; seeds "
+             f"Command: `{command}`  ", f"Hardware: {hw or hardware()}  ",
+             f"Date: {date or _now()} UTC; seeds "
              f"{proto['seeds']}; medians over seeds (range in brackets); per-method "
              "budgets in the protocol file.", ""]
     for ds in dict.fromkeys(s["dataset"] for s in summary):
@@ -615,7 +628,8 @@ def log_mlflow(proto, rows, summary, targets, files, command) -> str | None:
                 mets = {k: r[k] for k in (key, "fit_s", "fit_cpu_s", "predict_s",
                                           "compile_s",
                                           "peak_rss_mb", "model_bytes",
-                                          "fit_s_excl_curve", "wall_s",
+                                          "fit_s_excl_curve", "fit_s_incl_curve",
+                                          "curve_cpu_s", "wall_s",
                                           "polled_peak_rss_mb")
                         if isinstance(r.get(k), (int, float))}
                 if mets:
@@ -665,6 +679,7 @@ def run(name: str, *, out_dir: Path = RESULTS, methods=None, datasets=None,
     files[0].write_text(json.dumps({"protocol": proto, "rows": rows,
                                     "summary": summary, "targets": targets,
                                     "hardware": hardware(), "command": command,
+                                    "date": _now(),
                                     "seconds": time.perf_counter() - t0},
                                    indent=1, default=str))
     run_id = log_mlflow(proto, rows, summary, targets, files, command) \
@@ -705,6 +720,24 @@ def run_throughput(proto, out_dir, log, command):
     return {"rows": res["rows"], "targets": targets}
 
 
+def rebuild(json_path: Path) -> None:
+    """Recompute summary, targets and markdown of a finished run from its JSON
+    (the rows are the measurements; nothing is re-run)."""
+    d = json.loads(json_path.read_text())
+    proto, rows = d["protocol"], d["rows"]
+    summary = summarize(rows, proto["task"])
+    targets = check_targets(proto, summary)
+    md = markdown(proto, rows, summary, targets, d["command"], d["hardware"],
+                  d.get("date", "(see JSON)"))
+    md_path = json_path.with_name(json_path.name[: -len(".json")] + ".md")
+    png = json_path.with_name(json_path.name[: -len(".json")] + "_scaling.png")
+    if png.exists():
+        md += f"\n![scaling](results/harness/{png.name})\n"
+    md_path.write_text(md)
+    json_path.write_text(json.dumps({**d, "summary": summary, "targets": targets},
+                                    indent=1, default=str))
+
+
 SECTION = "## Peers and paper protocols (issue 5)"
 
 
@@ -741,7 +774,13 @@ def main(argv=None):
                     metavar="TABLE_MD", help="write these generated tables "
                     "(after benchmarks/results/harness/INTRO.md) into "
                     "BENCHMARKS.md's issue-5 section and exit")
+    ap.add_argument("--rebuild", nargs="+", type=Path, metavar="RESULT_JSON",
+                    help="recompute tables of finished runs from their JSON")
     args = ap.parse_args(argv)
+    if args.rebuild:
+        for p in args.rebuild:
+            rebuild(p)
+        return
     if args.update_benchmarks_md:
         update_benchmarks_md((RESULTS / "INTRO.md").read_text(),
                              args.update_benchmarks_md)
