@@ -40,7 +40,7 @@ from weakkernels.pipeline.models import (
     suggest,
 )
 from weakkernels.pipeline.splits import eval_labels
-from weakkernels.pipeline.stale_runs import kill_stale_runs
+from weakkernels.pipeline.stale_runs import kill_stale_runs, process_tag
 from weakkernels.pipeline.storage import (
     atomic_write_json,
     canonical_hash,
@@ -192,7 +192,8 @@ def tune(
             if run is not None:
                 mlflow.set_tags({"model": model, "dataset": dataset,
                                  "optuna.study": name,
-                                 "optuna.storage": mask_url(storage)})
+                                 "optuna.storage": mask_url(storage),
+                                 "wk.process": process_tag()})
                 mlflow.log_params({"n_trials": cfg["n_trials"], "n_unlabeled": n_u,
                                    "split_seed": split_seed,
                                    "resumed_with_finished_trials": n_done})

@@ -11,11 +11,42 @@ FAIL, under the same rule (``tune.fail_stale_running``):
   so every RUNNING run of the study not opened by this process is stale;
 * server storage shared by many workers: live peers' runs are RUNNING too, so
   only the trial runs of trials Optuna failed for a dead heartbeat are marked.
+
+Study runs also carry the tag ``wk.process`` (``host:pid``, :func:`process_tag`).
+With local storage a RUNNING study run whose process on this host is gone is
+stale whatever its study: a killed attempt followed by an edit of the estimator
+code (which names a new study) leaves nothing RUNNING either.
 """
 
 from __future__ import annotations
 
-__all__ = ["kill_stale_runs"]
+import os
+import socket
+
+__all__ = ["kill_stale_runs", "process_tag"]
+
+PROCESS_TAG = "wk.process"
+
+
+def process_tag() -> str:
+    """``host:pid`` of this process, recorded on every study run."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _dead_here(tag: str | None) -> bool:
+    """True if ``tag`` names a process of this host that no longer exists."""
+    if not tag or ":" not in tag:
+        return False
+    host, _, pid = tag.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, owned by someone else
+        return False
+    return False
 
 
 def _active_run_ids() -> set[str]:
@@ -42,10 +73,12 @@ def kill_stale_runs(study: str, storage: str | None = None,
     """Mark KILLED the RUNNING MLflow runs a dead process left for ``study``.
 
     Local ``storage``: every RUNNING run tagged ``optuna.study == study`` that
-    this process did not open, its RUNNING child runs (trials) and its RUNNING
-    parent (the stage run).  Server ``storage`` (see
-    :func:`~weakkernels.pipeline.tuning.is_server_storage`): only RUNNING trial
-    runs whose trial ``optuna_study`` holds as FAIL.
+    this process did not open.  Server ``storage`` (see
+    :func:`~weakkernels.pipeline.tuning.is_server_storage`): RUNNING trial runs
+    whose trial ``optuna_study`` holds as FAIL (dead heartbeat).  Both: every
+    RUNNING run whose ``wk.process`` names a dead process of this host.  With
+    each stale run go its RUNNING child runs (trials) and RUNNING parent (the
+    stage run).
 
     Returns the ids of the runs marked.
     """
@@ -59,17 +92,24 @@ def kill_stale_runs(study: str, storage: str | None = None,
     if not exp_ids:
         return []
     quoted = study.replace("'", "\\'")
-    if storage is not None and is_server_storage(storage):
-        return _kill_failed_trial_runs(client, exp_ids, quoted, optuna_study, active)
-    stale = [
-        r for r in client.search_runs(
-            exp_ids,
-            filter_string=f"tags.`optuna.study` = '{quoted}' "
-                          "and attributes.status = 'RUNNING'",
-            max_results=1000,
-        )
-        if r.info.run_id not in active
-    ]
+    shared = storage is not None and is_server_storage(storage)
+    stale = {}
+    if not shared:
+        stale = {
+            r.info.run_id: r for r in client.search_runs(
+                exp_ids,
+                filter_string=f"tags.`optuna.study` = '{quoted}' "
+                              "and attributes.status = 'RUNNING'",
+                max_results=1000,
+            )
+            if r.info.run_id not in active
+        }
+    for r in client.search_runs(
+        exp_ids, filter_string="attributes.status = 'RUNNING'", max_results=5000,
+    ):
+        if r.info.run_id not in active and _dead_here(r.data.tags.get(PROCESS_TAG)):
+            stale.setdefault(r.info.run_id, r)
+    stale = list(stale.values())
     marked: list[str] = []
     for run in stale:
         children = client.search_runs(
@@ -87,6 +127,9 @@ def kill_stale_runs(study: str, storage: str | None = None,
             if run_id not in marked and run_id not in active:
                 _mark(client, run_id)
                 marked.append(run_id)
+    if shared:
+        marked += _kill_failed_trial_runs(client, exp_ids, quoted, optuna_study,
+                                          active | set(marked))
     return marked
 
 
