@@ -29,7 +29,12 @@ CHILD = textwrap.dedent("""
     sys.path.insert(0, {pipelines!r})
     import mlflow
     import sklearn.svm
+    import tune as stage
     from tune import tune
+
+    # Other developers edit the estimators while tests run; the study name
+    # hashes their code, so pin it: both attempts must open the same study.
+    stage.estimator_code_hash = lambda: "pinned"
     from weakkernels.pipeline.tracking import setup_mlflow
 
     if os.environ.get("DIE"):
@@ -125,6 +130,50 @@ def test_sigkilled_tune_resumes_and_leaves_no_run_running(tmp_path):
     ok = sorted(int(r.data.params["trial"]) for r in trial_runs
                 if r.info.status == "FINISHED")
     assert ok == [t.number for t in finished]
+
+
+def test_stale_runs_of_dead_processes_are_killed_live_ones_kept(tmp_path):
+    """A dead process's runs are KILLED even under another study name (the
+    estimator code changed between the kill and the rerun); a live process's
+    runs and, on shared storage, live peers' trials stay RUNNING."""
+    import mlflow
+    import optuna
+
+    from weakkernels.pipeline.stale_runs import PROCESS_TAG, kill_stale_runs
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    host = __import__("socket").gethostname()
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/m.db")
+    exp = client.create_experiment("stale")
+
+    def family(pid, study):
+        stage = client.create_run(exp, run_name="tune")
+        tags = {"mlflow.parentRunId": stage.info.run_id, "optuna.study": study,
+                PROCESS_TAG: f"{host}:{pid}"}
+        run = client.create_run(exp, run_name="tune m / d", tags=tags)
+        trial = client.create_run(exp, run_name="trial-0",
+                                  tags={"mlflow.parentRunId": run.info.run_id})
+        client.log_param(trial.info.run_id, "trial", 0)
+        return [stage.info.run_id, run.info.run_id, trial.info.run_id]
+
+    try:
+        old = family(dead.pid, "old-study")
+        peer = family(live.pid, "new-study")
+        previous = mlflow.get_tracking_uri()
+        mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/m.db")
+        try:
+            study = optuna.create_study()  # no FAIL trial: peers' trials live
+            marked = kill_stale_runs("new-study", "postgresql://u@h/db", study)
+        finally:
+            mlflow.set_tracking_uri(previous)
+    finally:
+        live.kill()
+        live.wait()
+    assert sorted(marked) == sorted(old)
+    assert {client.get_run(i).info.status for i in old} == {"KILLED"}
+    assert {client.get_run(i).info.status for i in peer} == {"RUNNING"}
 
 
 # ------------------------------------------------------------- atomic writes
