@@ -45,6 +45,7 @@ import json
 import math
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -86,6 +87,12 @@ def load_protocol(name: str) -> dict:
     proto.setdefault("budget", {"time_s": 300, "rss_mb": 4000})
     proto.setdefault("scale", "standard")
     proto.setdefault("n_val", 1000)
+    names = {m["name"] for m in proto.get("methods", [])}
+    for t in proto.get("targets", []):
+        unknown = {t["ours"], *t["against"]} - names
+        if unknown:
+            raise ValueError(f"{name}: target {t['text']!r} names unknown "
+                             f"methods {sorted(unknown)}")
     return proto
 
 
@@ -664,7 +671,7 @@ def run(name: str, *, out_dir: Path = RESULTS, methods=None, datasets=None,
         f"__{k}-" + "-".join(str(v) for v in vals).replace(" ", "_")
         for k, vals in (("ds", datasets), ("nu", n_unlabeled), ("m", methods))
         if vals)
-    stem = out_dir / (proto["name"] + tag)
+    stem = out_dir / (proto["name"] + re.sub(r"[^A-Za-z0-9.=_-]+", "_", tag))
     files = [Path(f"{stem}.json"), Path(f"{stem}.md")]
     md = markdown(proto, rows, summary, targets, command)
     if proto.get("scaling"):
@@ -725,6 +732,8 @@ def rebuild(json_path: Path) -> None:
     (the rows are the measurements; nothing is re-run)."""
     d = json.loads(json_path.read_text())
     proto, rows = d["protocol"], d["rows"]
+    # targets are an evaluation of the rows: take them from the current file
+    proto["targets"] = load_protocol(proto["name"]).get("targets", [])
     summary = summarize(rows, proto["task"])
     targets = check_targets(proto, summary)
     md = markdown(proto, rows, summary, targets, d["command"], d["hardware"],
