@@ -125,24 +125,32 @@ def test_arbitrary_finite_input_fits_or_raises_value_or_type_error(name):
     _property_test(name)()
 
 
-@given(st.lists(st.one_of(st.floats(), st.integers(-3, 3), st.text(max_size=2),
-                          st.none()), min_size=2, max_size=12))
-def test_arbitrary_label_vectors_give_value_or_type_error_only(labels):
-    """Mixed / non-numeric / NaN labels: only ValueError or TypeError."""
-    name = available_estimators()[0]
-    X = np.random.default_rng(0).normal(size=(len(labels), 2))
-    y = np.array(labels, dtype=object)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+_LABELS = st.lists(st.one_of(st.floats(), st.integers(-3, 3), st.text(max_size=2),
+                             st.none()), min_size=2, max_size=12)
+
+
+@pytest.mark.parametrize("name", available_estimators())
+def test_arbitrary_label_vectors_give_value_or_type_error_only(name):
+    """Mixed / non-numeric / NaN labels: only ValueError or TypeError; when a
+    vector is accepted, a finite model over real classes (never -1)."""
+
+    @given(_LABELS)
+    def prop(labels):
+        X = np.random.default_rng(0).normal(size=(len(labels), 2))
+        y = np.array(labels)  # numpy infers int, float, str or object
         est = ESTIMATORS[name].make()
-        try:
-            est.fit(X, y)
-        except (ValueError, TypeError) as exc:
-            assert str(exc).strip()
-            return
-    # accepted: only class labels and -1, and a finite model
-    assert np.all(np.isfinite(est.decision_function(X)))
-    assert -1 not in est.classes_
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                est.fit(X, y)
+            except (ValueError, TypeError) as exc:
+                assert str(exc).strip()
+                return
+        assert np.all(np.isfinite(est.decision_function(X)))
+        if ESTIMATORS[name].kind != "supervised":
+            assert -1 not in est.classes_
+
+    prop()
 
 
 def test_reliability_md_lists_every_case():
