@@ -408,3 +408,22 @@ def test_out_of_core_memmap_gives_the_same_model(tmp_path):
     a = TSGS3VM(**kw).fit(X32, y)
     b = TSGS3VM(**kw).fit(Xm, y)
     assert a.to_bytes() == b.to_bytes()
+
+
+def test_load_in_a_fresh_process_and_save_with_a_callback(tmp_path):
+    import subprocess
+    import sys
+
+    X, y, _ = two_gaussians(n=200, d=4, n_labeled=20, seed=15)
+    est = TSGS3VM(callback=lambda e, t: None, **FAST).fit(X, y)
+    path = tmp_path / "m.wk"
+    est.save(path)  # the callback is not part of the model
+    assert load(path).callback is None
+    code = (
+        "import sys, numpy as np, weakkernels;"
+        f"m = weakkernels.load({str(path)!r});"
+        "print(type(m).__name__, m.n_features_in_)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, check=True).stdout
+    assert out.split() == ["TSGS3VM", "4"]

@@ -141,6 +141,13 @@ def load(path: str | os.PathLike):
     meta, arrays = loads(payload)
     name = meta.get("estimator")
     if name not in _REGISTRY:
+        # Estimator modules register themselves on import; weakkernels imports
+        # them lazily, so a fresh process may not have imported this one yet.
+        import weakkernels
+
+        if name in getattr(weakkernels, "_EXPORTS", {}):
+            getattr(weakkernels, name)
+    if name not in _REGISTRY:
         raise ModelFormatError(f"unknown estimator {name!r} in model file")
     return _REGISTRY[name]._from_artifact(meta, arrays)
 
@@ -158,7 +165,12 @@ class ArtifactMixin:
         from weakkernels import __version__
 
         check_is_fitted(self)
-        params = self.get_params(deep=False)
+        # A callback (progress, pruning) belongs to the fitting session, not to
+        # the model: it is stored as None (and could not be stored without pickle).
+        params = {
+            k: (None if callable(v) else v)
+            for k, v in self.get_params(deep=False).items()
+        }
         meta, arrays = self._artifact_state()
         meta = {
             "estimator": type(self).__name__,
