@@ -436,6 +436,7 @@ class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
             self.prior_estimate_ = est
         else:
             prior = float(self.prior)
+            self.__dict__.pop("prior_estimate_", None)  # from an earlier "auto" fit
         self.pi_S_, _ = class_prior_terms(prior)  # rejects prior 0.5
         self.prior_ = prior
         self._fit_su(XS, XU, seed)
