@@ -171,18 +171,12 @@ def estimator_cases(name: str) -> list[Case]:
         ValueError, "Complex data not supported")
     add("x_no_features", "X with 0 columns", _fit(name, X[:, :0], y), ValueError,
         "0 feature")
-    tsgsu_bug = ("tsgsu.py _SUBase.fit validates X with sklearn's validate_data "
-                 "directly, without _validation.check_magnitude: the overflow "
-                 "surfaces as 'solver diverged ... reduce eta0' (one-line fix: "
-                 "check_magnitude(self, X) after validate_data)")
     add("x_huge", "finite X whose squared distances overflow (|x| = 1e300)",
-        _fit(name, X * 1e300, y), ValueError, "squared distances overflow float",
-        xfail=tsgsu_bug if name == "TSGSU" else None)
+        _fit(name, X * 1e300, y), ValueError, "squared distances overflow float")
     if "dtype" in spec.make().get_params():
         add("x_float32_range", "X beyond the float32 range of dtype='float32' "
             "(|x| = 1e30)", _fit(name, X * 1e30, y), ValueError,
-            "squared distances overflow float32",
-            xfail=tsgsu_bug if name == "TSGSU" else None)
+            "squared distances overflow float32")
     add("y_length", "y shorter than X", _fit(name, X, y[:-1]), ValueError,
         "inconsistent numbers of samples")
     yn = y.astype(float)

@@ -62,7 +62,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from weakkernels._artifact import ArtifactMixin, register
 from weakkernels._dsg import FunctionalModel
-from weakkernels._validation import check_divergence, validate_predict
+from weakkernels._validation import (
+    check_divergence,
+    check_magnitude,
+    validate_predict,
+)
 from weakkernels.kernels import RANDOM_FEATURE_KERNELS
 from weakkernels.random_features import (
     FeatureSpec,
@@ -413,6 +417,7 @@ class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
             self, X, y, accept_sparse=False, dtype=np.float64,
             ensure_all_finite=True, y_numeric=False, reset=True,
         )
+        check_magnitude(self, X)  # squared distances must not overflow
         sim, unl = split_su(y)
         self.classes_ = np.array([0, 1])
         seed = seed_from_random_state(self.random_state)
