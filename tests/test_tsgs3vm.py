@@ -427,3 +427,14 @@ def test_load_in_a_fresh_process_and_save_with_a_callback(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True,
                          text=True, check=True).stdout
     assert out.split() == ["TSGS3VM", "4"]
+
+
+def test_balancing_bias_mean_and_quantile_constraints():
+    from weakkernels.tsgs3vm import balancing_bias
+
+    g = np.random.default_rng(0).normal(loc=2.0, scale=3.0, size=(1000, 2))
+    r = np.array([-0.4, 0.2])  # labeled positive fractions 0.3 and 0.6
+    b = balancing_bias(1, g, r)
+    np.testing.assert_allclose((g + b).mean(axis=0), r)
+    b = balancing_bias(2, g, r)
+    np.testing.assert_allclose(((g + b) > 0).mean(axis=0), [0.3, 0.6], atol=2e-3)
