@@ -303,6 +303,8 @@ def run_budgeted(cmd: list[str], env: dict, time_s: float, rss_mb: float):
             time.sleep(0.05)
         err.seek(0)
         tail = err.read().decode(errors="replace").strip().splitlines()[-3:]
+    if status == "done" and proc.returncode:
+        tail = [f"exit code {proc.returncode}"] + tail[-1:]
     return status, time.perf_counter() - t0, peak, " | ".join(tail)[:400]
 
 
