@@ -12,7 +12,7 @@ and in Chapelle & Zien (2005) -- hyper-parameters are chosen on the test error
 
 Usage::
 
-    NUMBA_NUM_THREADS=1 python benchmarks/tsgs3vm_g50c.py [--quick]
+    NUMBA_NUM_THREADS=1 python benchmarks/tsgs3vm_g50c.py [--quick] [--balance B]
 """
 
 from __future__ import annotations
@@ -66,7 +66,10 @@ def best_over(grid, make_for, X, y, L, U, label):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="tiny grid (smoke test)")
+    ap.add_argument("--quick", action="store_true",
+                    help="one grid point: C=10, C*=100, sigma=0.01, SHG")
+    ap.add_argument("--balance", default="mean", choices=["mean", "quantile"],
+                    help="balancing constraint of the TSGS3VM/FRS3VM rows")
     ap.add_argument("--out", default="benchmarks/results/tsgs3vm_g50c.json")
     args = ap.parse_args()
     X, y, L, U = load_g50c()
@@ -79,23 +82,25 @@ def main():
         [dict(C=C, sigma=sg) for C in [1.0, 10.0, 100.0] for sg in sigmas],
         lambda p, s: _SVCAdapter(p["C"], p["sigma"]), X, y, L, U, "svm",
     )
-    common = dict(batch_size=64, n_passes=50)
-    rows["TSGS3VM (balance + anneal, default)"] = best_over(
+    common = dict(batch_size=64, n_passes=50, balance=args.balance)
+    rows[f"TSGS3VM (balance={args.balance!r} + anneal)"] = best_over(
         [dict(C=C, C_star=Cs_, sigma=sg, unlabeled_loss=lo)
          for C, Cs_, sg, lo in itertools.product(Cs, C_stars, sigmas, losses)],
         lambda p, s: TSGS3VM(random_state=s, **common, **p), X, y, L, U, "tsgs3vm",
     )
     rows["TSGS3VM as printed (no balance/anneal, C*=C nl/nu)"] = best_over(
         [dict(C=C, sigma=sg) for C in Cs for sg in sigmas],
-        lambda p, s: TSGS3VM(random_state=s, balance=False, anneal=0.0, **common, **p),
+        lambda p, s: TSGS3VM(random_state=s, **{**common, "balance": "none"},
+                             anneal=0.0, **p),
         X, y, L, U, "printed",
     )
-    best = rows["TSGS3VM (balance + anneal, default)"][0]
+    best = rows[f"TSGS3VM (balance={args.balance!r} + anneal)"][0]
     for D in (None, 1024):
         name = f"FRS3VM ({'ceil(sqrt n)=24' if D is None else D} features)"
         rows[name] = best_over(
             [dict(best, n_components=D)],
-            lambda p, s: FRS3VM(random_state=s, batch_size=64, n_passes=50, **p),
+            lambda p, s: FRS3VM(random_state=s, batch_size=64, n_passes=50,
+                                balance=args.balance, **p),
             X, y, L, U, "frs3vm",
         )
     out = {k: dict(params=v[0], mean_error=v[1], std_error=v[2], median_fit_s=v[3])
