@@ -438,3 +438,16 @@ def test_balancing_bias_mean_and_quantile_constraints():
     np.testing.assert_allclose((g + b).mean(axis=0), r)
     b = balancing_bias(2, g, r)
     np.testing.assert_allclose(((g + b) > 0).mean(axis=0), [0.3, 0.6], atol=2e-3)
+
+
+def test_predict_on_a_memmap_is_row_chunked_and_matches(tmp_path):
+    X, y, _ = two_gaussians(n=300, d=5, n_labeled=20, seed=16)
+    est = TSGS3VM(**FAST).fit(X, y)
+    big = np.random.default_rng(0).normal(size=(70_000, 5)).astype(np.float32)
+    np.save(tmp_path / "big.npy", big)
+    Xm = np.load(tmp_path / "big.npy", mmap_mode="r")
+    f_map = est.decision_function(Xm)  # crosses the 65 536-row chunk boundary
+    f_ref = np.concatenate(
+        [est.decision_function(big[:35_000]), est.decision_function(big[35_000:])]
+    )
+    np.testing.assert_allclose(f_map, f_ref, rtol=1e-5, atol=1e-6)

@@ -66,13 +66,16 @@ def validate_semi_supervised(
     return X, y, labeled, classes
 
 
-def validate_predict(estimator, X):
-    """Validate prediction input against the fitted feature count."""
+def validate_predict(estimator, X, *, keep_float32: bool = False):
+    """Validate prediction input against the fitted feature count.
+
+    With ``keep_float32``, float32 input (e.g. a ``np.memmap``) is not copied.
+    """
     X = validate_data(
         estimator,
         X,
         accept_sparse=False,
-        dtype=np.float64,
+        dtype=[np.float64, np.float32] if keep_float32 else np.float64,
         ensure_all_finite=True,
         reset=False,
     )

@@ -57,6 +57,9 @@ _TWO_PI = 2.0 * math.pi
 # (1 MB in float32: stays in L2/L3 between the GEMM and the cosine pass).
 _GEMM_ELEMS = 1 << 18
 
+# Rows converted to the compute dtype at a time when predicting.
+_PREDICT_ROWS = 1 << 16
+
 _INV_2PI_F = np.float32(1.0 / _TWO_PI)
 _2PI_HI_F = np.float32(6.28125)
 _2PI_LO_F = np.float32(_TWO_PI - 6.28125)
@@ -359,20 +362,27 @@ class FeatureSpec:
     def decision(self, X, coefT: np.ndarray, n_blocks: int,
                  blocks_per_chunk: int | None = None) -> np.ndarray:
         """``f(X) = sum_b features_b(X) @ coef_b`` regenerating blocks by seed
-        (paper 000 Algorithm 2, "TSGS3VM Predict")."""
-        X = np.ascontiguousarray(X, dtype=self.dtype)
+        (paper 000 Algorithm 2, "TSGS3VM Predict").
+
+        Rows are converted to the compute dtype ``_PREDICT_ROWS`` at a time, so a
+        memory-mapped X larger than RAM is never copied whole.
+        """
+        n = X.shape[0]
         K = coefT.shape[0]
-        out = np.zeros((X.shape[0], K), dtype=np.float64)
+        out = np.zeros((n, K), dtype=np.float64)
         if blocks_per_chunk is None:
             blocks_per_chunk = max(1, 4096 // self.block_size)
         coefT = np.ascontiguousarray(coefT, dtype=self.dtype)
         B = self.block_size
         with blas_single_thread():
-            for b0 in range(0, n_blocks, blocks_per_chunk):
-                b1 = min(n_blocks, b0 + blocks_per_chunk)
-                W, second = self.blocks(b0, b1)
-                coef_chunk = np.ascontiguousarray(coefT[:, b0 * B : b1 * B])
-                self.accumulate(X, W, second, coef_chunk, 1.0, out)
+            for r0 in range(0, n, _PREDICT_ROWS):
+                r1 = min(n, r0 + _PREDICT_ROWS)
+                Xc = np.ascontiguousarray(X[r0:r1], dtype=self.dtype)
+                for b0 in range(0, n_blocks, blocks_per_chunk):
+                    b1 = min(n_blocks, b0 + blocks_per_chunk)
+                    W, second = self.blocks(b0, b1)
+                    coef_chunk = np.ascontiguousarray(coefT[:, b0 * B : b1 * B])
+                    self.accumulate(Xc, W, second, coef_chunk, 1.0, out[r0:r1])
         return out
 
     def to_dict(self) -> dict:

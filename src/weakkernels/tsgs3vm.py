@@ -291,7 +291,7 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
         """Decision values ``f(x) + b`` (Algorithm 2: features regenerated from
         the seed). Shape (n,) for binary, (n, n_classes) for one-vs-rest."""
         check_is_fitted(self)
-        X = validate_predict(self, X)
+        X = validate_predict(self, X, keep_float32=True)
         f = self.spec_.decision(X, self.coef_, self.n_blocks_) + self.intercept_
         return f[:, 0] if f.shape[1] == 1 else f
 
