@@ -22,6 +22,7 @@ import json
 import os
 import tempfile
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,8 @@ def register(cls: type) -> type:
 
 
 def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
+    """Plain JSON types from NumPy scalars/arrays and nested containers."""
+    if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]

@@ -138,6 +138,31 @@ class FunctionalModel:
         self._buf = None
 
 
+def expansion_state(est) -> tuple[dict, dict]:
+    """The seed-based part of a random-feature model file: the feature spec
+    (kernel, seed, block layout), the block count and the coefficients -- never
+    the features themselves."""
+    meta = {
+        "spec": est.spec_.to_dict(),
+        "n_blocks": est.n_blocks_,
+        "n_iter": est.n_iter_,
+    }
+    return meta, {"coef": est.coef_}
+
+
+def set_expansion_state(est, meta: dict, arrays: dict) -> None:
+    """Inverse of :func:`expansion_state`; checks the layout is consistent."""
+    from weakkernels._artifact import ModelFormatError
+
+    est.spec_ = FeatureSpec.from_dict(meta["spec"])
+    est.n_blocks_ = int(meta["n_blocks"])
+    est.n_iter_ = int(meta["n_iter"])
+    est.coef_ = arrays["coef"]
+    est.n_features_model_ = est.coef_.shape[1]
+    if est.coef_.shape[1] != est.n_blocks_ * est.spec_.block_size:
+        raise ModelFormatError("model file: coefficient count does not match layout")
+
+
 def step_size(schedule: int, eta0: float, t: int, n_iter: int) -> float:
     """Step size ``gamma_t``.
 

@@ -47,7 +47,11 @@ from sklearn.utils.validation import check_is_fitted
 
 from weakkernels._artifact import ArtifactMixin, register
 from weakkernels._calibration import fit_platt, platt_proba
-from weakkernels._dsg import FunctionalModel
+from weakkernels._dsg import (
+    FunctionalModel,
+    expansion_state,
+    set_expansion_state,
+)
 from weakkernels._validation import (
     UNLABELED,
     check_divergence,
@@ -511,36 +515,20 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         return f - self.threshold_
 
     def _artifact_state(self):
-        meta = {
-            "spec": self.spec_.to_dict(),
-            "n_blocks": self.n_blocks_,
-            "n_iter": self.n_iter_,
-            "seed": self.seed_,
-            "prior": self.prior_,
-            "threshold": self.threshold_,
-            "n_features_in": self.n_features_in_,
-        }
-        arrays = {
-            "coef": self.coef_,
-            "classes": self.classes_,
-            "platt": self.platt_,
-        }
+        meta, arrays = expansion_state(self)
+        meta.update(seed=self.seed_, prior=self.prior_, threshold=self.threshold_,
+                    n_features_in=self.n_features_in_)
+        arrays.update(classes=self.classes_, platt=self.platt_)
         return meta, arrays
 
     def _set_artifact_state(self, meta, arrays):
-        self.spec_ = FeatureSpec.from_dict(meta["spec"])
-        self.n_blocks_ = int(meta["n_blocks"])
-        self.n_iter_ = int(meta["n_iter"])
+        set_expansion_state(self, meta, arrays)
         self.seed_ = int(meta["seed"])
         self.prior_ = float(meta["prior"])
         self.threshold_ = float(meta["threshold"])
         self.n_features_in_ = int(meta["n_features_in"])
-        self.coef_ = arrays["coef"]
         self.classes_ = arrays["classes"]
         self.platt_ = arrays["platt"]
-        self.n_features_model_ = self.coef_.shape[1]
-        if self.coef_.shape[1] != self.n_blocks_ * self.spec_.block_size:
-            raise ValueError("model file: coefficient count does not match layout")
 
 
 # ------------------------------------------- exact-kernel closed forms ------

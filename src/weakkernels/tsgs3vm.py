@@ -32,7 +32,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from weakkernels._artifact import ArtifactMixin, register
 from weakkernels._calibration import fit_platt, platt_proba
-from weakkernels._dsg import SCHEDULES, FunctionalModel, step_size
+from weakkernels._dsg import (
+    SCHEDULES,
+    FunctionalModel,
+    expansion_state,
+    set_expansion_state,
+    step_size,
+)
 from weakkernels._validation import (
     check_divergence,
     validate_predict,
@@ -316,36 +322,24 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
 
     # -- artifacts ---------------------------------------------------------
     def _artifact_state(self):
-        meta = {
-            "spec": self.spec_.to_dict(),
-            "n_blocks": self.n_blocks_,
-            "n_iter": self.n_iter_,
-            "C_star": self.C_star_,
-            "seed": self.seed_,
-            "n_features_in": self.n_features_in_,
-        }
-        arrays = {
-            "coef": self.coef_,
-            "intercept": np.asarray(self.intercept_, dtype=np.float64),
-            "classes": self.classes_,
-            "platt": self.platt_,
-        }
+        meta, arrays = expansion_state(self)
+        meta.update(C_star=self.C_star_, seed=self.seed_,
+                    n_features_in=self.n_features_in_)
+        arrays.update(
+            intercept=np.asarray(self.intercept_, dtype=np.float64),
+            classes=self.classes_,
+            platt=self.platt_,
+        )
         return meta, arrays
 
     def _set_artifact_state(self, meta, arrays):
-        self.spec_ = FeatureSpec.from_dict(meta["spec"])
-        self.n_blocks_ = int(meta["n_blocks"])
-        self.n_iter_ = int(meta["n_iter"])
+        set_expansion_state(self, meta, arrays)
         self.C_star_ = float(meta["C_star"])
         self.seed_ = int(meta["seed"])
         self.n_features_in_ = int(meta["n_features_in"])
-        self.coef_ = arrays["coef"]
         self.intercept_ = arrays["intercept"]
         self.classes_ = arrays["classes"]
         self.platt_ = arrays["platt"]
-        self.n_features_model_ = self.coef_.shape[1]
-        if self.coef_.shape[1] != self.n_blocks_ * self.spec_.block_size:
-            raise ValueError("model file: coefficient count does not match layout")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -61,7 +61,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from weakkernels._artifact import ArtifactMixin, register
-from weakkernels._dsg import FunctionalModel
+from weakkernels._dsg import (
+    FunctionalModel,
+    expansion_state,
+    set_expansion_state,
+)
 from weakkernels._validation import (
     check_divergence,
     check_magnitude,
@@ -740,23 +744,13 @@ class TSGSU(_SUBase):
         return f + self.intercept_
 
     def _state(self):
-        meta = {
-            "intercept": self.intercept_,
-            "spec": self.spec_.to_dict(),
-            "n_blocks": self.n_blocks_,
-            "n_iter": self.n_iter_,
-        }
-        return meta, {"coef": self.coef_}
+        meta, arrays = expansion_state(self)
+        meta["intercept"] = self.intercept_
+        return meta, arrays
 
     def _set_state(self, meta, arrays):
+        set_expansion_state(self, meta, arrays)
         self.intercept_ = float(meta["intercept"])
-        self.spec_ = FeatureSpec.from_dict(meta["spec"])
-        self.n_blocks_ = int(meta["n_blocks"])
-        self.n_iter_ = int(meta["n_iter"])
-        self.coef_ = arrays["coef"]
-        self.n_features_model_ = self.coef_.shape[1]
-        if self.coef_.shape[1] != self.n_blocks_ * self.spec_.block_size:
-            raise ValueError("model file: coefficient count does not match layout")
 
 
 # ---------------------------------------------------------------------------

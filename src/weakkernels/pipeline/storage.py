@@ -12,11 +12,13 @@ import io
 import json
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from weakkernels._artifact import _jsonable
 
 __all__ = [
     "atomic_write",
@@ -73,24 +75,8 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     return atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"))
 
 
-def _to_jsonable(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_to_jsonable(v) for v in value]
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
-    if isinstance(value, np.bool_):
-        return bool(value)
-    if isinstance(value, np.ndarray):
-        return _to_jsonable(value.tolist())
-    return value
-
-
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
-    text = json.dumps(_to_jsonable(obj), indent=2, sort_keys=True, allow_nan=False)
+    text = json.dumps(_jsonable(obj), indent=2, sort_keys=True, allow_nan=False)
     return atomic_write_text(path, text + "\n")
 
 
@@ -119,7 +105,7 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
 
 def canonical_hash(obj: Any, length: int = 12) -> str:
     """Short sha256 of the canonical JSON form of ``obj`` (sorted keys)."""
-    text = json.dumps(_to_jsonable(obj), sort_keys=True, separators=(",", ":"))
+    text = json.dumps(_jsonable(obj), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 
