@@ -61,7 +61,8 @@ def main():
     for m, errs in res.items():
         name = m if m.startswith("SVC") else f"TSGS3VM balance={m!r}"
         t = f"{np.median(times[m]):.2f} s" if m in times else "-"
-        print(f"| {name} | {100 * np.mean(errs):.2f}% ± {100 * np.std(errs):.2f} | {t} |")
+        err = f"{100 * np.mean(errs):.2f}% ± {100 * np.std(errs):.2f}"
+        print(f"| {name} | {err} | {t} |")
 
 
 if __name__ == "__main__":
