@@ -355,6 +355,8 @@ def run_cell(proto, ds, n_u, seed, methods, skip, log) -> list[dict]:
                         [py, str(WORKER), str(jf)], env, budget["time_s"],
                         budget["rss_mb"])
                     row["wall_s"], row["polled_peak_rss_mb"] = wall, peak
+                    # the estimators may change while a long run goes on
+                    row["finished_utc"], row["src_sha"] = _now(), _src_sha()
                     if status != "done":
                         row["status"] = status
                     elif out.exists():
@@ -498,6 +500,16 @@ def hardware() -> str:
             "other developers (load average at the end of this run: "
             f"{os.getloadavg()[0]:.1f}; wall times noisy, see the CPU column); "
             "every method single-threaded")
+
+
+def _src_sha() -> str:
+    """Hash of the package sources the worker imported (``src/weakkernels``)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in sorted((ROOT / "src" / "weakkernels").rglob("*.py")):
+        h.update(f.read_bytes())
+    return h.hexdigest()[:12]
 
 
 def _now() -> str:
