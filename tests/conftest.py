@@ -15,3 +15,18 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("ci")
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _restore_environment():
+    """Undo environment changes a test (or a library it calls, e.g. MLflow's
+    project runner setting MLFLOW_EXPERIMENT_ID) leaves behind: subprocesses
+    started by later tests inherit os.environ and would point at an experiment
+    or run of another store."""
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)

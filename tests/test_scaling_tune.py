@@ -102,7 +102,9 @@ def test_two_workers_one_postgres_study_exact_count(pg, tmp_path):
                              log=str(logs[-1]))
         env = {**os.environ, **pg.env(), "MLFLOW_DISABLE_TELEMETRY": "true",
                "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow{w}.db"}
-        env.pop("WK_OPTUNA_STORAGE", None)
+        for leaked in ("WK_OPTUNA_STORAGE", "MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID",
+                       "MLFLOW_EXPERIMENT_NAME"):
+            env.pop(leaked, None)
         procs.append(subprocess.Popen([sys.executable, "-c", code], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True))
