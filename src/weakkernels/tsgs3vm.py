@@ -161,9 +161,6 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
         """Return ``(block_size, max_blocks)``."""
         raise NotImplementedError
 
-    def _default_passes(self) -> float:
-        return self.n_passes
-
     # -- fit ---------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -213,7 +210,7 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
         if self.max_iter is not None:
             T = int(self.max_iter)
         else:
-            T = max(1, math.ceil(self._default_passes() * n_u / self.batch_size))
+            T = max(1, math.ceil(self.n_passes * n_u / self.batch_size))
         schedule = SCHEDULES[self.learning_rate]
         if schedule == 0 and self.eta0 / T**0.75 >= 1.0:
             raise ValueError(
