@@ -7,6 +7,7 @@ import pytest
 from sklearn.svm import SVC
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import parametrize_with_checks
+from tests._data import FITS_FULLY_LABELED_CHECKS
 
 import weakkernels
 from weakkernels import CCCPTSVM, RampSVM
@@ -371,37 +372,7 @@ _PLATT = (
     "sign(decision_function) for points near f = 0 (as for "
     "SVC(probability=True)); predict follows the decision function"
 )
-_CCCPTSVM_XFAIL = {
-    name: _FULLY_LABELED
-    for name in (
-        "check_fit_score_takes_y",
-        "check_estimators_overwrite_params",
-        "check_dont_overwrite_parameters",
-        "check_estimators_fit_returns_self",
-        "check_readonly_memmap_input",
-        "check_n_features_in_after_fitting",
-        "check_positive_only_tag_during_fit",
-        "check_estimators_dtypes",
-        "check_dtype_object",
-        "check_pipeline_consistency",
-        "check_estimators_nan_inf",
-        "check_estimators_pickle",
-        "check_f_contiguous_array_estimator",
-        "check_classifier_data_not_an_array",
-        "check_classifiers_train",
-        "check_supervised_y_2d",
-        "check_non_transformer_estimators_n_iter",
-        "check_decision_proba_consistency",
-        "check_methods_sample_order_invariance",
-        "check_methods_subset_invariance",
-        "check_fit2d_1feature",
-        "check_dict_unchanged",
-        "check_fit_idempotent",
-        "check_fit_check_is_fitted",
-        "check_n_features_in",
-        "check_fit2d_predict1d",
-    )
-}
+_CCCPTSVM_XFAIL = {name: _FULLY_LABELED for name in FITS_FULLY_LABELED_CHECKS}
 _CCCPTSVM_XFAIL["check_classifiers_classes"] = _STRING_LABELS
 
 
