@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from weakkernels.random_features import FeatureSpec
+from weakkernels._validation import check_divergence
+from weakkernels.random_features import FeatureSpec, blas_single_thread
 
 # Renormalize when the running scale falls below this: keeps chat far from
 # float32 overflow (1/scale grows as prod(1 - gamma)^-1).
@@ -170,11 +171,301 @@ def step_size(schedule: int, eta0: float, t: int, n_iter: int) -> float:
       Theorem 1 for a horizon of ``T`` iterations;
     * ``1`` ("decay"): ``eta0 / (eta0 + t)``, i.e. ``~ eta0 / t`` (Dai et al.
       2014; paper 003's ``theta / t``) but never above 1, so ``(1 - gamma)``
-      stays in [0, 1).
+      stays in [0, 1);
+    * ``2`` ("fixed"): ``eta0`` at every step -- paper 000 Sec. 6's constant
+      step ``gamma = 1/eta`` (searched over ``0 <= log10 eta <= 3``) as printed.
     """
     if schedule == 0:
         return eta0 / n_iter**0.75
+    if schedule == 2:
+        return eta0
     return eta0 / (eta0 + t)
 
 
-SCHEDULES = {"constant": 0, "decay": 1}
+SCHEDULES = {"constant": 0, "decay": 1, "fixed": 2}
+
+
+# ---------------------------------------------------------------------------
+# The one training loop of the random-feature solvers
+# ---------------------------------------------------------------------------
+# solver="lbfgs" holds the feature matrix of at most this many points per point
+# set (a seeded uniform sample of larger sets): the fit costs O(rows x features)
+# per iteration whatever n is, and the loss stays an unbiased estimate because
+# the estimators' losses are written with each set's full size.
+PRIMAL_MAX_ROWS = 8192
+# solver="lbfgs" with annealing solves these C*-fractions in turn, each from the
+# previous solution (the unlabeled loss is non-convex: a small C* first lets the
+# labeled points place the boundary, as S3VMlight, nabla-TSVM and QN-S3VM do).
+ANNEAL_STAGES = (0.0, 0.01, 0.03, 0.1, 0.3, 1.0)
+SOLVERS = ("lbfgs", "sgd")
+# solver="lbfgs": L-BFGS iterations per annealing stage when max_iter is None.
+# The stages stop on the gradient tolerance long before this on the default
+# data sets (BENCHMARKS.md, "Convergence"); it bounds the worst case.
+LBFGS_MAX_ITER = 500
+# solver="lbfgs": random features of the fixed expansion when the estimator's
+# feature budget is None (1024 brings the supervised objective within a few
+# per cent of the exact-kernel SVM's on the default data sets, "Convergence").
+LBFGS_FEATURES = 1024
+
+
+def resolve_sigma(sigma, X) -> float:
+    """Kernel width: a number, or ``"scale"`` for ``1 / (d Var X)`` over the
+    training rows -- scikit-learn's ``gamma="scale"`` of ``SVC``. Computed in
+    row chunks so a memory-mapped X is never copied whole."""
+    if not isinstance(sigma, str):
+        return float(sigma)
+    n, d = X.shape
+    total = total_sq = 0.0
+    for r0 in range(0, n, 1 << 16):
+        chunk = np.asarray(X[r0 : r0 + (1 << 16)], dtype=np.float64)
+        total += float(chunk.sum())
+        total_sq += float(np.square(chunk).sum())
+    count = float(n * d)
+    var = max(total_sq / count - (total / count) ** 2, 0.0)
+    return 1.0 / (d * var) if var > 0 else 1.0
+
+
+class Problem:
+    """What a random-feature estimator hands to :func:`fit_expansion`.
+
+    The papers' solvers differ only in their point sets and their loss; the
+    loop (sampling, features, steps, monitoring) is shared.
+
+    Parameters
+    ----------
+    sets : list of ``(source, index)``
+        Point set ``s`` is ``source[index]`` (``index=None``: all rows). The
+        source may be a memory-mapped file: rows are gathered by sorted index.
+    n_outputs : int
+        Number of expansions sharing the features (one-vs-rest outputs).
+    loss : callable ``loss(fs, idx, sizes, w) -> (value, grads)``
+        ``fs[s]`` (m_s, K) are the outputs ``f + b`` on the rows ``idx[s]`` of
+        set ``s`` (all rows when ``idx[s]`` is None), ``sizes[s]`` the full set
+        sizes, ``w`` in [0, 1] the annealing weight of a non-convex part.
+        ``value`` estimates the data term of the objective, unbiased over the
+        rows drawn (so a sum over a set is ``sizes[s] / m_s`` times the
+        sample's sum), and ``grads[s]`` (m_s, K) is its derivative w.r.t.
+        ``fs[s]``.
+    lam : float
+        The objective is ``lam / 2 ||f||_H^2 + loss``.
+    intercept : {"none", "free", "balance"}
+        ``"free"``: an unregularized bias learned with ``f``; ``"balance"``:
+        the bias is ``balance(f_B)`` computed from the outputs on set
+        ``balance_set`` (SGD) or, for ``solver="lbfgs"``, the mean constraint
+        ``mean_B f = balance_target`` held exactly by centering the features on
+        set B (paper 004 Eq. 1.13).
+    """
+
+    def __init__(self, sets, n_outputs, loss, *, lam=1.0, intercept="none",
+                 balance=None, balance_set=1, balance_target=None):
+        self.sets = sets
+        self.K = int(n_outputs)
+        self.loss = loss
+        self.lam = float(lam)
+        self.intercept = intercept
+        self.balance = balance
+        self.balance_set = balance_set
+        self.balance_target = balance_target
+
+    def sizes(self):
+        return [s.shape[0] if i is None else i.size for s, i in self.sets]
+
+    def rows(self, s: int, idx, dtype) -> np.ndarray:
+        """Rows ``idx`` (sorted; None = all) of set ``s`` in compute dtype."""
+        source, index = self.sets[s]
+        if index is not None:
+            pick = index if idx is None else index[idx]
+        else:
+            pick = idx
+        X = source if pick is None else source[pick]
+        return np.ascontiguousarray(X, dtype=dtype)
+
+
+class Expansion:
+    """Result of :func:`fit_expansion`: the trained model, its bias and the
+    optimizer's record."""
+
+    def __init__(self, model, intercept, n_iter, objective_curve):
+        self.model = model
+        self.intercept = intercept
+        self.n_iter = n_iter
+        self.objective_curve = objective_curve
+
+
+def feature_layout(max_features, block_size: int, default=None) -> int:
+    """Blocks in a feature budget of ``max_features`` (None: ``default``
+    features, or unbounded when that is None too)."""
+    B = int(block_size)
+    if max_features is None:
+        return 2**62 if default is None else max(1, int(default) // B)
+    if max_features < B:
+        raise ValueError(
+            f"max_features={max_features} is smaller than one block "
+            f"(block_size={B})."
+        )
+    return int(max_features) // B
+
+
+def seeded_sample(n: int, m: int, seed: int, stream: int = 1) -> np.ndarray:
+    """Sorted indices of a seeded uniform sample of ``min(n, m)`` of ``n`` rows
+    (calibration, thresholds and balancing use the same rows at every call)."""
+    rng = np.random.Generator(np.random.Philox(key=seed + stream))
+    return np.sort(rng.choice(n, size=min(n, m), replace=False))
+
+
+def fit_expansion(problem: Problem, spec: FeatureSpec, *, solver: str,
+                  max_blocks: int, n_iter: int, batch_size, step=None,
+                  anneal: float = 0.0, tol: float = 1e-5, seed: int = 0,
+                  monitor=None, monitor_every: int = 10) -> Expansion:
+    """Train ``f`` for ``problem`` on the seeded features of ``spec``.
+
+    ``solver="sgd"``: the doubly stochastic functional gradient of the papers
+    (paper 000 Algorithm 1 / Eq. (7), paper 002 Eq. (22), paper 003 Eq.
+    (14)-(16)): ``n_iter`` steps, each on minibatches of ``batch_size`` (an int,
+    or one per set) and a fresh feature block (cyclically revisited once
+    ``max_blocks`` are in), with ``eta_t = step(t, n_iter)`` and
+    ``f <- (1 - eta lam) f - eta grad``; the annealing weight rises linearly
+    over the first ``anneal`` fraction of the steps.
+
+    ``solver="lbfgs"``: the same objective on the fixed expansion of the first
+    ``max_blocks`` seeded blocks, solved in its primal by L-BFGS (at most
+    ``n_iter`` iterations per annealing stage, stopping when the projected
+    gradient is below ``tol`` times its initial size). Points per set are capped
+    at :data:`PRIMAL_MAX_ROWS` (seeded sample).
+
+    ``monitor(n_iter, model, intercept)`` is called every ``monitor_every``
+    SGD steps, or after each L-BFGS stage.
+    """
+    if solver == "lbfgs":
+        return _fit_primal(problem, spec, max_blocks, n_iter, anneal, tol, seed,
+                           monitor)
+    return _fit_sgd(problem, spec, max_blocks, n_iter, batch_size, step, anneal,
+                    seed, monitor, monitor_every)
+
+
+def _fit_sgd(problem, spec, max_blocks, T, batch_size, step, anneal, seed,
+             monitor, every):
+    K, lam, dtype = problem.K, problem.lam, spec.dtype
+    model = FunctionalModel(spec, K, max_blocks)
+    sizes = problem.sizes()
+    bs = batch_size
+    if not isinstance(bs, (list, tuple)):
+        bs = [bs] * len(sizes)
+    m = [min(int(b), n) for b, n in zip(bs, sizes, strict=True)]
+    cuts = np.cumsum([0] + m)
+    # Minibatches come from their own stream (Philox keyed by the seed),
+    # independent of the counter-based feature blocks.
+    rng = np.random.Generator(np.random.Philox(key=seed))
+    b = np.zeros(K)
+    curve = []
+    with blas_single_thread():
+        for t in range(T):
+            # sorted: sequential reads when a set lives on disk
+            idx = [np.sort(rng.integers(0, n, size=k))
+                   for n, k in zip(sizes, m, strict=True)]
+            Xb = np.concatenate(
+                [problem.rows(s, i, dtype) for s, i in enumerate(idx)]
+            )
+            g = model.evaluate(Xb)
+            check_divergence(g, "eta0 (step size)")
+            fs = [g[cuts[s]:cuts[s + 1]] for s in range(len(sizes))]
+            if problem.intercept == "balance":
+                b = problem.balance(fs[problem.balance_set])
+            w = min(1.0, (t + 1) / (anneal * T)) if anneal > 0 else 1.0
+            value, grads = problem.loss([f + b for f in fs], idx, sizes, w)
+            curve.append(float(value))
+            G = np.concatenate(grads)
+            eta = step(t, T)
+            model.step(Xb, G / lam, eta * lam, t)
+            if problem.intercept == "free":
+                # d loss / d b; b is not in the RKHS norm, so it is not shrunk
+                b = b - eta * G.sum(axis=0)
+            if monitor is not None and (t + 1) % every == 0:
+                monitor(t + 1, model, b)
+    return Expansion(model, b, T, curve)
+
+
+def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
+    from scipy.optimize import minimize
+
+    K, lam, dtype = problem.K, problem.lam, spec.dtype
+    sizes = problem.sizes()
+    model = FunctionalModel(spec, K, n_blocks)
+    with blas_single_thread():
+        W, second = spec.blocks(0, n_blocks)
+        # psi = features / sqrt(n_blocks): psi psi' approximates the kernel, so
+        # ||v||^2 is the RKHS norm of f = psi v in the random-feature space.
+        norm = dtype.type(1.0 / np.sqrt(n_blocks))
+        idx, Psi = [], []
+        for s, n in enumerate(sizes):
+            i = None if n <= PRIMAL_MAX_ROWS else seeded_sample(
+                n, PRIMAL_MAX_ROWS, seed, stream=3 + s)
+            idx.append(i)
+            P = spec.features(problem.rows(s, i, dtype), W, second)
+            P *= norm
+            Psi.append(P)
+    D = Psi[0].shape[1]
+    center = problem.intercept == "balance"
+    free = problem.intercept == "free"
+    if center:
+        mu = Psi[problem.balance_set].mean(axis=0, dtype=np.float64).astype(dtype)
+        for P in Psi:
+            P -= mu
+        b_fixed = np.asarray(problem.balance_target, dtype=np.float64)
+    else:
+        b_fixed = np.zeros(K)
+
+    def unpack(z):
+        v = z[: D * K].reshape(D, K)
+        b = z[D * K:] if free else b_fixed
+        return v, b
+
+    def objective(z, w):
+        v, b = unpack(z)
+        v32 = v.astype(dtype)
+        fs = [(P @ v32).astype(np.float64) + b for P in Psi]
+        value, grads = problem.loss(fs, idx, sizes, w)
+        gv = lam * v
+        for P, gr in zip(Psi, grads, strict=True):
+            gv += (P.T @ gr.astype(dtype)).astype(np.float64)
+        grad = gv.ravel()
+        if free:
+            grad = np.concatenate([grad, sum(gr.sum(axis=0) for gr in grads)])
+        return value + 0.5 * lam * float(np.sum(v * v)), grad
+
+    z = np.zeros(D * K + (K if free else 0))
+    stages = ANNEAL_STAGES if anneal > 0 else (1.0,)
+    curve, n_iter = [], 0
+    with blas_single_thread():
+        for w in stages:
+            g0 = np.abs(objective(z, w)[1]).max()
+            res = minimize(
+                objective, z, args=(w,), jac=True, method="L-BFGS-B",
+                options={"maxiter": int(max_iter), "gtol": tol * max(g0, 1e-12),
+                         "ftol": 1e-12},
+            )
+            z = res.x
+            n_iter += int(res.nit)
+            curve.append(float(res.fun))
+            v, b = unpack(z)
+            check_divergence(v, "C (the problem is too badly scaled)")
+            _set_primal(model, v, n_blocks, norm)
+            intercept = b - (mu.astype(np.float64) @ v if center else 0.0)
+            if monitor is not None:
+                monitor(n_iter, model, intercept)
+    return Expansion(model, intercept, n_iter, curve)
+
+
+def _set_primal(model: FunctionalModel, v: np.ndarray, n_blocks: int, norm) -> None:
+    """Load primal weights ``v`` (D, K) of ``psi = features * norm`` into the
+    expansion (whose features are the unscaled ``features``)."""
+    B = model.spec.block_size
+    if model.n_blocks < n_blocks:
+        while model._second.size < n_blocks * B:
+            model._grow()
+        W, second = model.spec.blocks(0, n_blocks)
+        model._W[..., : n_blocks * B] = W
+        model._second[: n_blocks * B] = second
+        model.n_blocks = n_blocks
+    model.scale = 1.0
+    model._chat[:, : n_blocks * B] = (v.T * float(norm)).astype(model._chat.dtype)
