@@ -42,26 +42,25 @@ def benchmark(dataset: str, model: str, n_unlabeled: list[int], seeds: list[int]
     check_models([model])
     work = Path(workdir)
     raw = Path(root) / "data" / "raw"
-    mirror = params["download"].get("mirror")
+    mirror = params["download"]["mirror"]
     if mirror and not Path(mirror).is_absolute():
         from weakkernels.pipeline.tracking import main_repo_root
 
         mirror = main_repo_root(root) / mirror
     dl = params["download"]
-    download([dataset], raw, mirror=mirror, retries=int(dl.get("retries", 3)),
-             timeout=float(dl.get("timeout", 60)),
-             use_network=bool(dl.get("use_network", True)), progress=False)
+    download([dataset], raw, mirror=mirror, retries=int(dl["retries"]),
+             timeout=float(dl["timeout"]), use_network=bool(dl["use_network"]),
+             allow_unverified=bool(dl["allow_unverified"]), progress=False)
     prepare([dataset], raw, work / "prepared",
-            scale=params["prepare"].get("scale", "minmax"))
+            scale=params["prepare"]["scale"])
     split_cfg = copy.deepcopy(params["split"])
     split_cfg["seeds"] = sorted({tune_seed, *seeds})
     is_su = MODELS[model].task == "su"
     if is_su:
-        split_cfg.setdefault("su", {})
         split_cfg["su"]["datasets"] = [dataset]
         split_cfg["su"]["n_unlabeled"] = n_unlabeled
     else:
-        split_cfg["su"] = {**(split_cfg.get("su") or {}), "datasets": []}
+        split_cfg["su"]["datasets"] = []
         split_cfg["ssl"]["n_unlabeled"] = n_unlabeled
     make_splits([dataset], work / "prepared", work / "splits", split_cfg)
     pairs = [(model, dataset)]

@@ -52,15 +52,15 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     params = load_params(args.params)
     cfg = params["download"]
-    mirror = cfg.get("mirror")
+    mirror = cfg["mirror"]
     if mirror and not Path(mirror).is_absolute():
         # Relative to the main repository, also from a `dvc exp run` temp copy.
         mirror = main_repo_root(Path(args.params).resolve().parent) / mirror
     records = download(
         params["data"]["datasets"], args.out, mirror=mirror,
-        retries=int(cfg.get("retries", 3)), timeout=float(cfg.get("timeout", 60)),
-        use_network=bool(cfg.get("use_network", True)),
-        allow_unverified=bool(cfg.get("allow_unverified", False)),
+        retries=int(cfg["retries"]), timeout=float(cfg["timeout"]),
+        use_network=bool(cfg["use_network"]),
+        allow_unverified=bool(cfg["allow_unverified"]),
         progress=sys.stderr.isatty(),
     )
     for name, recs in records.items():

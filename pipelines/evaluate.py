@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     train_out = json.loads(Path(args.runs).read_text())
     per_seed, summary = evaluate(
         train_out["runs"], args.predictions, args.prepared,
-        check_reload=bool(params["evaluate"].get("check_reload", True)),
+        check_reload=bool(params["evaluate"]["check_reload"]),
     )
     bad = [r for r in per_seed if r.get("reload_max_abs_diff", 0.0) > 1e-6]
     if bad:

@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     params = load_params(args.params)
     summary = prepare(
         params["data"]["datasets"], args.raw, args.out,
-        scale=params["prepare"].get("scale", "minmax"),
+        scale=params["prepare"]["scale"],
     )
     for name, s in summary.items():
         print(f"{name}: n={s['n']} d={s['d']} counts={s['class_counts']}")

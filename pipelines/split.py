@@ -28,8 +28,8 @@ def make_splits(
 ) -> dict[str, dict]:
     """Write every split file; return an index of their sizes."""
     seeds = [int(s) for s in cfg["seeds"]]
-    official = set(cfg.get("official", []))
-    ssl_cfg, su_cfg = cfg["ssl"], cfg.get("su") or {}
+    official = set(cfg["official"])
+    ssl_cfg, su_cfg = cfg["ssl"], cfg["su"]
     index: dict[str, dict] = {}
     for name in datasets:
         data = load_prepared(prepared_dir, name)
@@ -50,14 +50,14 @@ def make_splits(
                 )
             save_npz(split_path(out_dir, name, "ssl", seed), **sp)
             index[name][f"ssl_seed{seed}"] = {k: int(np.size(v)) for k, v in sp.items()}
-            if name in su_cfg.get("datasets", []):
-                positive = su_cfg.get("positive", "majority")
+            if name in su_cfg["datasets"]:
+                positive = su_cfg["positive"]
                 if positive == "majority":
                     positive = int(np.argmax(np.bincount(y)))
                 su = su_split(
                     y, positive=int(positive), n_pairs=int(su_cfg["n_pairs"]),
                     n_unlabeled=[int(n) for n in su_cfg["n_unlabeled"]],
-                    n_val=int(su_cfg.get("n_val", ssl_cfg["n_val"])), seed=seed,
+                    n_val=int(su_cfg["n_val"]), seed=seed,
                 )
                 save_npz(split_path(out_dir, name, "su", seed), **su)
                 index[name][f"su_seed{seed}"] = {

@@ -136,11 +136,18 @@ def train(pairs, best, prepared_dir, splits_dir, models_dir, pred_dir, cfg,
             raise KeyError(f"no tuned parameters for {key} (run the tune stage)")
         params = best[key]["params"]
         fixed = fixed_params(models_cfg, model, dataset)
+        clash = sorted(set(fixed) & (set(params) | ({"sigma"} if "sigma_rel" in params
+                                                    else set())))
+        if clash:
+            raise ValueError(
+                f"{key}: {clash} are both fixed (models.fixed) and tuned "
+                f"(results/tune/best_params.json); the tuned value would win -- "
+                f"remove them from models.fixed or rerun tune")
         data = load_prepared(prepared_dir, dataset)
         X, y = data["X"], data["y"]
         kind = split_kind(model)
         first = load_split(splits_dir, dataset, kind, seeds[0])
-        sizes = cfg.get("n_unlabeled") or [int(n) for n in first["n_unlabeled"]]
+        sizes = cfg["n_unlabeled"] or [int(n) for n in first["n_unlabeled"]]
         for n_u in sizes:
             n_u = min(int(n_u), len(first["unlabeled"]))
             group = mlflow.start_run(run_name=f"{model} / {dataset} / nu={n_u}",
@@ -175,12 +182,12 @@ def _train_seed(model, dataset, X, y, kind, splits_dir, models_dir, pred_dir, n_
         if log_mlflow else None
     try:
         def on_curve(step, loss, elapsed):
-            if log_mlflow and cfg.get("log_curves", True):
+            if log_mlflow and cfg["log_curves"]:
                 mlflow.log_metrics({"val_error": loss, "train_time_s": elapsed},
                                    step=step)
 
         out = train_one(model, X, y, split, n_u, params, fixed, seed=seed,
-                        callback_every=int(cfg.get("callback_every", 2)),
+                        callback_every=int(cfg["callback_every"]),
                         model_path=model_path, on_curve=on_curve)
         save_npz(Path(pred_dir) / f"{tag}.npz", test_idx=out["test_idx"],
                  y_test=out["y_test"], pred_test=out["pred_test"],
@@ -209,7 +216,7 @@ def _train_seed(model, dataset, X, y, kind, splits_dir, models_dir, pred_dir, n_
             mlflow.log_metrics(metrics)
             if MODELS[model].ours:
                 mlflow.log_artifact(str(model_path), artifact_path="model_file")
-                if cfg.get("log_pyfunc", True):
+                if cfg["log_pyfunc"]:
                     from weakkernels.pipeline.tracking import log_pyfunc
 
                     info = log_pyfunc(model_path, out["X_example"])
@@ -243,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     models = params["models"]["names"]
     check_models(models)
     pairs = model_dataset_pairs(models, params["data"]["datasets"],
-                                (params["split"].get("su") or {}).get("datasets", []))
+                                params["split"]["su"]["datasets"])
     best = json.loads(Path(args.best).read_text())
     setup_mlflow(params["mlflow"]["experiment"], root)
     with mlflow.start_run(run_name="train") as parent:

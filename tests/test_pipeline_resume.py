@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from _pipeline import tune_cfg
 from weakkernels.pipeline.splits import ssl_split
 from weakkernels.pipeline.storage import save_npz
 
@@ -60,9 +61,9 @@ def test_interrupted_tune_resumes_without_losing_or_repeating(tmp_path, backend,
     _toy(tmp_path)
     storage = (f"sqlite:///{tmp_path}/optuna.db" if backend == "sqlite"
                else f"journal:{tmp_path}/optuna.journal")
-    cfg = {"n_trials": 5, "n_startup_trials": 10, "sampler_seed": 7, "split_seed": 0,
-           "callback_every": 2, "storage": storage,
-           "pruner": {"n_startup_trials": 2}}
+    # cv_folds=0: one fit per trial, so the third SVC fit is trial 2.
+    cfg = tune_cfg(n_trials=5, n_startup_trials=3, sampler_seed=7, split_seed=0,
+                   storage=storage, cv_folds=0)
     code = CHILD.format(pipelines=str(ROOT / "pipelines"), cfg=json.dumps(cfg),
                         prep=str(tmp_path / "prep"), splits=str(tmp_path / "splits"),
                         root=str(tmp_path))
@@ -103,8 +104,138 @@ def test_interrupted_tune_resumes_without_losing_or_repeating(tmp_path, backend,
     assert best["svc/toy"]["val_loss"] == min(t.value for t in after.trials
                                               if t.state == TrialState.COMPLETE)
 
+    # Deterministic resume: the same finished trials (parameters and values, in
+    # order) and the same best trial as an uninterrupted run of the same study.
+    other = tmp_path / "uninterrupted"
+    cfg_u = {**cfg, "storage": (f"sqlite:///{other}/optuna.db" if backend == "sqlite"
+                                else f"journal:{other}/optuna.journal")}
+    best_u = tune([("svc", "toy")], tmp_path / "prep", tmp_path / "splits", cfg_u,
+                  {"fixed": {}}, root=tmp_path, log_mlflow=False)
+    plain = optuna.load_study(study_name=name,
+                              storage=_storage_object(cfg_u["storage"]))
+    seq_u = [(t.params, t.value) for t in plain.trials]
+    seq_r = [(t.params, t.value) for t in finished]
+    assert seq_r == seq_u
+    assert best["svc/toy"]["params"] == best_u["svc/toy"]["params"]
+    assert best["svc/toy"]["val_loss"] == best_u["svc/toy"]["val_loss"]
+
     # A third run with the same budget is a no-op.
     tune([("svc", "toy")], tmp_path / "prep", tmp_path / "splits", cfg,
          {"fixed": {}}, root=tmp_path, log_mlflow=False)
     again = optuna.load_study(study_name=name, storage=_storage_object(storage))
     assert len(again.trials) == len(after.trials)
+
+
+# Holds the study lock of a tune process: a child that sleeps inside its first
+# SVC fit, so the study is open and locked while the parent tries to run it.
+HOLDER = textwrap.dedent("""
+    import json, sys, time
+    sys.path.insert(0, {pipelines!r})
+    import sklearn.svm
+    from tune import tune
+
+    def slow_fit(self, *a, **k):
+        open({flag!r}, "w").close()
+        time.sleep(60)
+
+    sklearn.svm.SVC.fit = slow_fit
+    tune([("svc", "toy")], {prep!r}, {splits!r}, json.loads({cfg!r}),
+         {{"fixed": {{}}}}, root={root!r}, log_mlflow=False)
+""")
+
+
+def test_second_tune_process_on_one_sqlite_study_is_refused(tmp_path, monkeypatch):
+    import time
+
+    monkeypatch.delenv("WK_OPTUNA_STORAGE", raising=False)
+    _toy(tmp_path)
+    cfg = tune_cfg(n_trials=3, n_startup_trials=3, storage=f"sqlite:///{tmp_path}/o.db",
+                   cv_folds=0)
+    flag = tmp_path / "fitting"
+    code = HOLDER.format(pipelines=str(ROOT / "pipelines"), cfg=json.dumps(cfg),
+                         prep=str(tmp_path / "prep"), splits=str(tmp_path / "splits"),
+                         root=str(tmp_path), flag=str(flag))
+    child = subprocess.Popen([sys.executable, "-c", code],
+                             env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"})
+    try:
+        for _ in range(600):
+            if flag.exists() or child.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert flag.exists(), "the first tune process never started a trial"
+        sys.path.insert(0, str(ROOT / "pipelines"))
+        from tune import tune
+        from weakkernels.pipeline.tuning import StudyLocked
+
+        with pytest.raises(StudyLocked, match=r"another process \(pid \d+"):
+            tune([("svc", "toy")], tmp_path / "prep", tmp_path / "splits", cfg,
+                 {"fixed": {}}, root=tmp_path, log_mlflow=False)
+    finally:
+        child.kill()
+        child.wait()
+    # The lock dies with its holder (kill -9): the study resumes at once.
+    sys.path.insert(0, str(ROOT / "pipelines"))
+    from tune import tune
+
+    best = tune([("svc", "toy")], tmp_path / "prep", tmp_path / "splits", cfg,
+                {"fixed": {}}, root=tmp_path, log_mlflow=False)
+    assert best["svc/toy"]["n_complete"] + best["svc/toy"]["n_pruned"] == 3
+
+
+def test_small_labeled_sets_are_tuned_by_stratified_cross_validation(tmp_path,
+                                                                      monkeypatch):
+    """30 labels (<= tune.cv_max_labeled): k-fold CV on the labeled points, k
+    capped by the smallest class; the objective is the mean over the folds."""
+    import optuna
+
+    monkeypatch.delenv("WK_OPTUNA_STORAGE", raising=False)
+    _toy(tmp_path)
+    sys.path.insert(0, str(ROOT / "pipelines"))
+    from tune import cv_fold_count, study_name, tune
+    from weakkernels.pipeline.storage import load_npz
+    from weakkernels.pipeline.tuning import _storage_object
+
+    y = load_npz(tmp_path / "prep" / "toy.npz")["y"]
+    split = load_npz(tmp_path / "splits" / "toy" / "ssl_seed0.npz")
+    cfg = tune_cfg(n_trials=3, n_startup_trials=3, storage=f"sqlite:///{tmp_path}/o.db")
+    assert cv_fold_count("svc", y, split, cfg) == min(cfg["cv_folds"], 15)
+    assert cv_fold_count("svc", y, split, {**cfg, "cv_max_labeled": 29}) == 0
+    assert cv_fold_count("svc", y, split, {**cfg, "cv_folds": 0}) == 0
+    few = {**split, "labeled": np.r_[split["labeled"][y[split["labeled"]] == 0][:2],
+                                     split["labeled"][y[split["labeled"]] == 1]]}
+    assert cv_fold_count("svc", y, few, cfg) == 2  # smallest class has 2 labels
+
+    best = tune([("svc", "toy")], tmp_path / "prep", tmp_path / "splits", cfg,
+                {"fixed": {}}, root=tmp_path, log_mlflow=False)
+    rec = best["svc/toy"]
+    assert rec["validation"].startswith(f"{cfg['cv_folds']}-fold CV")
+    name = study_name("svc", "toy", tmp_path / "splits/toy/ssl_seed0.npz", {}, {},
+                      cfg, 60)
+    study = optuna.load_study(study_name=name, storage=_storage_object(cfg["storage"]))
+    for t in study.trials:
+        if t.state.name == "COMPLETE":
+            folds = t.user_attrs["fold_losses"]
+            assert len(folds) == cfg["cv_folds"]
+            assert t.value == pytest.approx(np.mean(folds))
+            assert sorted(t.intermediate_values) == list(range(cfg["cv_folds"]))
+
+
+def test_study_identity_includes_n_trials(tmp_path, monkeypatch):
+    """``dvc exp run -S tune.n_trials=2`` after a 4-trial run: a fresh 2-trial
+    study, the same result as on a clean workspace (not the resumed 4 trials)."""
+    monkeypatch.delenv("WK_OPTUNA_STORAGE", raising=False)
+    _toy(tmp_path)
+    sys.path.insert(0, str(ROOT / "pipelines"))
+    from tune import tune
+
+    used = f"sqlite:///{tmp_path}/used.db"
+    run = [("svc", "toy")], tmp_path / "prep", tmp_path / "splits"
+    tune(*run, tune_cfg(n_trials=4, storage=used), {"fixed": {}}, root=tmp_path,
+         log_mlflow=False)
+    two = tune(*run, tune_cfg(n_trials=2, storage=used), {"fixed": {}},
+               root=tmp_path, log_mlflow=False)["svc/toy"]
+    clean = tune(*run, tune_cfg(n_trials=2, storage=f"sqlite:///{tmp_path}/new.db"),
+                 {"fixed": {}}, root=tmp_path, log_mlflow=False)["svc/toy"]
+    assert two["n_complete"] + two["n_pruned"] == 2
+    assert {k: two[k] for k in ("params", "val_loss", "study")} == \
+        {k: clean[k] for k in ("params", "val_loss", "study")}

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from _pipeline import tune_cfg
 from _reliability import ESTIMATORS, available_estimators
 from weakkernels.pipeline.splits import ssl_split
 from weakkernels.pipeline.storage import atomic_write, save_npz
@@ -315,9 +316,8 @@ def test_storage_password_from_env_never_reaches_mlflow_or_log(tmp_path,
     mlflow.set_tracking_uri(uri)
     try:
         exp = mlflow.set_experiment("secrets")
-        cfg = {"n_trials": 2, "n_startup_trials": 2, "sampler_seed": 1,
-               "split_seed": 0, "callback_every": 2, "storage": None,
-               "pruner": {"n_startup_trials": 2}}
+        cfg = tune_cfg(n_trials=2, n_startup_trials=2, sampler_seed=1,
+                       split_seed=0, storage=None)
         with mlflow.start_run(run_name="tune"):
             mlflow.set_tags(provenance_tags(tmp_path, "tune", {"tune": cfg}))
             tune_stage.tune([("svc", "toy")], tmp_path / "prep",

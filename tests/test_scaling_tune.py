@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from _pipeline import tune_cfg
 from weakkernels.pipeline.splits import ssl_split
 from weakkernels.pipeline.storage import save_npz
 
@@ -88,10 +89,9 @@ def test_two_workers_one_postgres_study_exact_count(pg, tmp_path):
     from optuna.trial import TrialState
 
     _toy(tmp_path)
-    cfg = {"n_trials": N_TRIALS, "n_startup_trials": 4, "sampler_seed": 7,
-           "split_seed": 0, "callback_every": 2,
-           "storage": pg.url,  # no password: libpq reads PGPASSWORD
-           "pruner": {"n_startup_trials": 2}}
+    cfg = tune_cfg(n_trials=N_TRIALS, n_startup_trials=4, sampler_seed=7,
+                   split_seed=0, cv_folds=0,
+                   storage=pg.url)  # no password: libpq reads PGPASSWORD
     assert pg.password not in json.dumps(cfg)
     procs, logs = [], []
     for w in range(2):

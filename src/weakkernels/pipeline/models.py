@@ -33,6 +33,7 @@ __all__ = [
     "ValidationMonitor",
     "available_models",
     "build",
+    "check_fixed_vs_searched",
     "load_model",
     "objective",
     "scores",
@@ -249,6 +250,28 @@ def suggest(trial, name: str, overrides: dict | None = None) -> dict:
         else:
             out[key] = trial.suggest_float(key, float(low), float(high), log=log)
     return out
+
+
+def check_fixed_vs_searched(name: str, fixed: dict, overrides: dict | None = None,
+                            *, where: str = "") -> None:
+    """Refuse a setting both fixed (``models.fixed``) and searched by ``tune``.
+
+    :func:`build` lays the tuned values over the fixed ones, so a fixed value of
+    a searched parameter would be silently ignored.  A parameter of the search
+    space is fixed in one place only: a scalar ``tune.space.<model>.<param>``.
+    ``sigma`` counts as searched when ``sigma_rel`` is (the tuned width replaces
+    it).  ``overrides`` (``tune.space.<model>``) is accepted for the message.
+    """
+    searched = set(MODELS[name].space) | set(overrides or {})
+    if "sigma_rel" in searched:
+        searched.add("sigma")
+    clash = sorted(set(fixed or {}) & searched)
+    if clash:
+        at = f" (dataset {where})" if where else ""
+        raise ValueError(
+            f"models.fixed / fixed_by_dataset set {clash} for {name}{at}, but they "
+            f"are tune parameters and the tuned value would win; remove them from "
+            f"models.fixed (to fix one, set tune.space.{name}.<param>: <value>)")
 
 
 def build(name: str, params: dict, fixed: dict, ctx: FitContext):

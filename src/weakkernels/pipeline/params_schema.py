@@ -3,8 +3,15 @@ stops the stage with one error that names every problem, before any work.
 
 Rules
 -----
-* every key the stages read has a declared type (below); a value of another
-  type is an error naming the key, the expected type and the value found;
+* every key the stages read has a declared type and range (below) and is
+  required: ``params.yaml`` is the one place defaults live (the stages index
+  their sections, never ``.get(key, default)``), so a missing key is an error
+  naming its path, never a silently different experiment;
+* a value of another type or outside its range is an error naming the key, the
+  expected type and the value found (list elements too: a negative
+  ``split.ssl.n_unlabeled`` is refused);
+* a model setting both fixed (``models.fixed``) and searched by ``tune`` is an
+  error (the searched value would silently win);
 * an unknown key *close to* a known one (``n_trails``) is an error with a
   "did you mean" hint -- it would otherwise be silently ignored and the default
   used;
@@ -87,6 +94,7 @@ def _ok(t: T, v: Any) -> bool:
 
 
 INT0, INT1 = T("int", min=0), T("int", min=1)
+SIZES = T("int", list_of=True, min=1)  # unlabeled sizes: positive integers
 SCHEMA: dict[str, Any] = {
     "data": {"datasets": T("str", list_of=True)},
     "download": {
@@ -100,10 +108,10 @@ SCHEMA: dict[str, Any] = {
     "split": {
         "seeds": T("int", list_of=True),
         "official": T("str", list_of=True),
-        "ssl": {"n_labeled": INT1, "n_unlabeled": T("int", list_of=True),
+        "ssl": {"n_labeled": INT1, "n_unlabeled": SIZES,
                 "n_val": INT0, "n_test": INT1},
         "su": {"datasets": T("str", list_of=True), "positive": T("any"),
-               "n_pairs": INT1, "n_unlabeled": T("int", list_of=True),
+               "n_pairs": INT1, "n_unlabeled": SIZES,
                "n_val": INT0},
     },
     "models": {"names": T("str", list_of=True), "fixed": T("map", nullable=True),
@@ -115,6 +123,8 @@ SCHEMA: dict[str, Any] = {
         "split_seed": INT0,
         "n_unlabeled": T("int", nullable=True, min=1),
         "callback_every": INT1,
+        "cv_folds": INT0,
+        "cv_max_labeled": INT0,
         "pruner": {"n_startup_trials": INT0, "n_warmup_steps": INT0},
         "storage": T("str", nullable=True),
         "fail_stale_running": T("bool"),
@@ -123,7 +133,7 @@ SCHEMA: dict[str, Any] = {
     },
     "train": {
         "seeds": T("int", list_of=True),
-        "n_unlabeled": T("int", nullable=True, list_of=True),
+        "n_unlabeled": T("int", nullable=True, list_of=True, min=1),
         "callback_every": INT1,
         "log_curves": T("bool"),
         "log_pyfunc": T("bool"),
@@ -161,6 +171,9 @@ def _walk(schema: dict, node: Any, prefix: str, errors: list, unknown: list) -> 
         errors.append(f"{prefix.rstrip('.') or 'params.yaml'}: expected a mapping, "
                       f"got {type(node).__name__} {node!r}")
         return
+    for key in schema:
+        if key not in node:
+            errors.append(f"{prefix}{key}: required key missing")
     for key, value in node.items():
         name = f"{prefix}{key}"
         if key not in schema:
@@ -177,6 +190,34 @@ def _walk(schema: dict, node: Any, prefix: str, errors: list, unknown: list) -> 
         elif not _ok(spec, value):
             errors.append(f"{name}: expected {spec.describe()}, got "
                           f"{type(value).__name__} {value!r}")
+
+
+def _fixed_vs_searched(params: Mapping) -> list[str]:
+    """``models.fixed[m]`` / ``fixed_by_dataset[d][m]`` keys that ``tune`` searches."""
+    from weakkernels.pipeline.models import MODELS, check_fixed_vs_searched
+
+    models = params.get("models")
+    tune = params.get("tune")
+    if not isinstance(models, Mapping) or not isinstance(tune, Mapping):
+        return []
+    space = tune.get("space") or {}
+    if not isinstance(space, Mapping):
+        return []
+    places = [(f"models.fixed.{m}", m, v)
+              for m, v in (models.get("fixed") or {}).items()]
+    for ds, per in (models.get("fixed_by_dataset") or {}).items():
+        if isinstance(per, Mapping):
+            places += [(f"models.fixed_by_dataset.{ds}.{m}", m, v)
+                       for m, v in per.items()]
+    out = []
+    for path, model, fixed in places:
+        if model not in MODELS or not isinstance(fixed, Mapping):
+            continue
+        try:
+            check_fixed_vs_searched(model, dict(fixed), space.get(model) or {})
+        except ValueError as exc:
+            out.append(f"{path}: {exc}")
+    return out
 
 
 def validate_params(params: Any, *, source: str = "params.yaml") -> dict:
@@ -199,6 +240,7 @@ def validate_params(params: Any, *, source: str = "params.yaml") -> dict:
                     hint = f" (did you mean {close[0]!r}?)" if close else ""
                     errors.append(f"data.datasets: {name!r} is not in the dataset "
                                   f"manifest{hint}; known: {sorted(DATASETS)}")
+        errors.extend(_fixed_vs_searched(params))
         storage = (params.get("tune") or {}).get("storage")
         if isinstance(storage, str) and _PASSWORD_IN_URL.search(storage):
             errors.append("tune.storage: the URL holds a password; put the URL in "

@@ -30,6 +30,7 @@ __all__ = [
     "official_split",
     "resolve",
     "ssl_split",
+    "stratified_folds",
     "su_split",
 ]
 
@@ -161,6 +162,23 @@ def su_split(
         "positive": np.asarray(positive, dtype=np.int64),
         "prior": np.asarray(prior),
     }
+
+
+def stratified_folds(
+    y_labeled: np.ndarray, k: int, seed: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``k`` stratified (train, held-out) position pairs over ``y_labeled``.
+
+    Every held-out fold keeps the class proportions (so each holds every class
+    when ``k`` <= the smallest class count); a pure function of the labels and
+    ``seed``, so every trial of a study is scored on the same folds.
+    """
+    from sklearn.model_selection import StratifiedKFold
+
+    y_labeled = np.asarray(y_labeled)
+    skf = StratifiedKFold(n_splits=int(k), shuffle=True, random_state=int(seed))
+    return [(np.asarray(tr), np.asarray(te))
+            for tr, te in skf.split(np.zeros((len(y_labeled), 1)), y_labeled)]
 
 
 def resolve(split: dict[str, np.ndarray], n_unlabeled: int) -> dict[str, np.ndarray]:

@@ -8,8 +8,15 @@ finished trial:
 
 * only ``n_trials`` minus the already COMPLETE/PRUNED trials are run;
 * trials left RUNNING by a killed process are marked FAIL (they never finished);
-* the TPE seed is ``sampler_seed + len(study.trials)``, so the resumed sampler
-  does not replay the random start-up proposals of the first session.
+* the sampler's random state is re-derived before every trial from the study
+  seed and the number of trials finished before it
+  (:class:`DeterministicTPESampler`), so a resumed study proposes exactly what
+  the uninterrupted study would have: the same finished trials, the same
+  parameters, the same best trial (FAIL trials of the killed process are ignored
+  by TPE and do not shift the seeds);
+* one process at a time may run a study on a local storage (SQLite file or
+  journal file): :func:`study_lock` refuses a second ``tune`` with a message
+  instead of letting both write the same trials.
 
 Several workers (processes, machines) may share one study on a database server
 (``postgresql+psycopg2://...``, ``mysql...``).  There, RUNNING trials may belong
@@ -23,21 +30,27 @@ are therefore not bit-reproducible (trial order depends on timing).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
 import zlib
 from pathlib import Path
 
+import optuna
+
 from weakkernels.pipeline.tracking import main_repo_root
 
 __all__ = [
     "BudgetExhausted",
+    "DeterministicTPESampler",
+    "StudyLocked",
     "claim_trial",
     "is_server_storage",
     "mask_url",
     "open_study",
     "resolve_storage",
+    "study_lock",
 ]
 
 STORAGE_ENV = "WK_OPTUNA_STORAGE"
@@ -131,23 +144,106 @@ def claim_trial(trial, n_trials: int) -> None:
         raise BudgetExhausted(f"study budget of {n_trials} trials is taken")
 
 
+def _trial_seed(seed: int, k: int) -> int:
+    """A 32-bit seed for the ``k``-th finished-trial slot of a study seeded ``seed``."""
+    return zlib.crc32(f"{int(seed)}:{int(k)}".encode())
+
+
+class DeterministicTPESampler(optuna.samplers.TPESampler):
+    """TPE whose random state before each trial depends only on the study seed
+    and the number of trials finished (COMPLETE or PRUNED) before that trial.
+
+    Plain ``TPESampler(seed=s)`` draws from one generator for the whole process,
+    so a study resumed in a new process (re-seeded) proposes different
+    configurations than the uninterrupted run.  Here every trial re-seeds both
+    the TPE generator and the start-up random sampler, so the proposals are a
+    function of (seed, finished history) alone: an interrupted and resumed study
+    runs exactly the trials of an uninterrupted one.
+    """
+
+    def __init__(self, *, seed: int, **kwargs) -> None:
+        super().__init__(seed=seed, **kwargs)
+        self._base_seed = int(seed)
+
+    def before_trial(self, study, trial) -> None:
+        from optuna.trial import TrialState
+
+        k = sum(1 for t in study.get_trials(
+            deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
+            if t.number < trial.number)
+        s = _trial_seed(self._base_seed, k)
+        self._rng.rng.seed(s)
+        self._random_sampler._rng.rng.seed(s)
+        super().before_trial(study, trial)
+
+
+class StudyLocked(RuntimeError):
+    """Another process is running this study on the same local storage."""
+
+
+def _local_storage_path(url: str) -> Path | None:
+    if url.startswith("journal:"):
+        return Path(url[len("journal:"):])
+    if url.startswith("sqlite:///"):
+        return Path(url[len("sqlite:///"):])
+    return None
+
+
+@contextlib.contextmanager
+def study_lock(storage: str, study_name: str):
+    """Hold an exclusive lock on ``study_name`` for local (file) storages.
+
+    Two processes on one SQLite/journal study would both run the remaining
+    trials and race on their states (Optuna's ``UpdateFinishedTrialError``, a
+    lost trial).  The lock is an ``fcntl`` lock on ``<storage>.<study>.lock``: it
+    is released by the kernel when the holder dies (``kill -9`` included), so a
+    stale lock never blocks a resume.  Database servers (PostgreSQL, MySQL) are
+    shared safely by :func:`claim_trial` and need no lock.
+    """
+    path = _local_storage_path(storage)
+    if path is None:
+        yield
+        return
+    import fcntl
+
+    lock = path.parent / f".{path.name}.{study_name}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a+") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "unknown"
+            raise StudyLocked(
+                f"study {study_name} on {mask_url(storage)} is being run by another "
+                f"process ({holder}); a local SQLite/journal study takes one worker "
+                "at a time -- wait for it, or share a PostgreSQL study between "
+                "workers (README, 'Scaling out')") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+        fh.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
 def open_study(
     name: str,
     storage: str,
     *,
     sampler_seed: int,
-    n_startup_trials: int = 4,
-    pruner_cfg: dict | None = None,
-    fail_stale_running: bool = True,
+    n_startup_trials: int,
+    pruner_cfg: dict,
+    fail_stale_running: bool,
 ):
     """Create or load study ``name``; returns ``(study, n_finished)``."""
-    import optuna
     from optuna.trial import TrialState
 
-    pruner_cfg = pruner_cfg or {}
     pruner = optuna.pruners.MedianPruner(
-        n_startup_trials=int(pruner_cfg.get("n_startup_trials", 3)),
-        n_warmup_steps=int(pruner_cfg.get("n_warmup_steps", 0)),
+        n_startup_trials=int(pruner_cfg["n_startup_trials"]),
+        n_warmup_steps=int(pruner_cfg["n_warmup_steps"]),
     )
     study = optuna.create_study(
         study_name=name, storage=_storage_object(storage), direction="minimize",
@@ -159,13 +255,17 @@ def open_study(
     elif fail_stale_running:
         for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
             study._storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
-    n_existing = len(study.get_trials(deepcopy=False))
-    seed = int(sampler_seed) + n_existing
     if shared:
+        # Several live workers: each samples from its own stream (the trial
+        # order depends on timing anyway, so there is no replay to preserve).
+        n_existing = len(study.get_trials(deepcopy=False))
+        seed = int(sampler_seed) + n_existing
         seed += zlib.crc32(f"{socket.gethostname()}:{os.getpid()}".encode())
-    study.sampler = optuna.samplers.TPESampler(
-        seed=seed % 2**32, n_startup_trials=int(n_startup_trials)
-    )
+        study.sampler = optuna.samplers.TPESampler(
+            seed=seed % 2**32, n_startup_trials=int(n_startup_trials))
+    else:
+        study.sampler = DeterministicTPESampler(
+            seed=int(sampler_seed), n_startup_trials=int(n_startup_trials))
     finished = study.get_trials(
         deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)
     )

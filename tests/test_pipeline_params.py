@@ -1,0 +1,110 @@
+"""``params.yaml`` schema (issue 14, items 10-13): every problem at once with its
+key path, ranges, fixed-vs-searched clashes, no stage defaults beside the file."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from _pipeline import params
+from weakkernels.pipeline.params_schema import ParamsError, validate_params
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_problem_is_reported_at_once_with_its_key_path():
+    p = params()
+    del p["tune"]["sampler_seed"]
+    del p["train"]["log_pyfunc"]
+    p["split"]["ssl"]["n_unlabeled"] = [500, -5]
+    p["tune"]["n_trials"] = 0
+    with pytest.raises(ParamsError) as err:
+        validate_params(p)
+    msg = str(err.value)
+    assert "4 problem(s)" in msg
+    for needle in ("tune.sampler_seed: required key missing",
+                   "train.log_pyfunc: required key missing",
+                   "split.ssl.n_unlabeled: expected a list of integers >= 1, got "
+                   "list [500, -5]",
+                   "tune.n_trials: expected an integer >= 1, got int 0"):
+        assert needle in msg
+
+
+@pytest.mark.parametrize("path", [("split", "ssl", "n_unlabeled"),
+                                  ("split", "su", "n_unlabeled"),
+                                  ("train", "n_unlabeled")])
+def test_negative_n_unlabeled_is_refused(path):
+    p = params()
+    node = p
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = [-5]
+    with pytest.raises(ParamsError, match=re.escape(".".join(path))):
+        validate_params(p)
+
+
+def test_a_section_missing_is_named():
+    p = params()
+    del p["evaluate"]
+    with pytest.raises(ParamsError, match=r"evaluate: required key missing"):
+        validate_params(p)
+
+
+def test_a_setting_fixed_and_searched_is_refused():
+    p = params()
+    p["models"]["fixed"]["svc"] = {"C": 10.0}
+    p["models"]["fixed_by_dataset"] = {"g50c": {"cccp_tsvm": {"sigma": 0.1}}}
+    with pytest.raises(ParamsError) as err:
+        validate_params(p)
+    msg = str(err.value)
+    assert "models.fixed.svc: " in msg and "['C']" in msg
+    assert "models.fixed_by_dataset.g50c.cccp_tsvm: " in msg and "['sigma']" in msg
+    assert "tune.space.svc.<param>" in msg
+    # Fixing it through tune.space (a scalar) is the supported way.
+    ok = params()
+    ok["tune"]["space"] = {"svc": {"C": 10.0}}
+    validate_params(ok)
+
+
+def test_scalar_tune_space_values_reach_train(tmp_path):
+    """A value fixed through ``tune.space`` is not a trial parameter; the tune
+    record still carries it, so train builds the same model."""
+    import sys
+
+    import numpy as np
+
+    from _pipeline import tune_cfg
+    from weakkernels.pipeline.splits import ssl_split
+    from weakkernels.pipeline.storage import save_npz
+
+    sys.path.insert(0, str(ROOT / "pipelines"))
+    from tune import tune
+
+    tmp = tmp_path
+    rng = np.random.default_rng(0)
+    X = np.r_[rng.normal(0, 1, (100, 3)), rng.normal(1.5, 1, (100, 3))]
+    y = np.r_[np.zeros(100, np.int64), np.ones(100, np.int64)]
+    save_npz(tmp / "prep" / "toy.npz", X=X, y=y, classes=np.array([0.0, 1.0]))
+    save_npz(tmp / "splits" / "toy" / "ssl_seed0.npz",
+             **ssl_split(y, n_labeled=30, n_unlabeled=[40], n_val=40, n_test=40,
+                         seed=0))
+    cfg = tune_cfg(n_trials=2, storage=f"sqlite:///{tmp}/o.db",
+                   space={"svc": {"C": 3.0}})
+    best = tune([("svc", "toy")], tmp / "prep", tmp / "splits", cfg, {"fixed": {}},
+                root=tmp, log_mlflow=False)
+    assert best["svc/toy"]["params"]["C"] == 3.0
+
+
+def test_stages_take_no_defaults_from_code():
+    """``params.yaml`` is the one source of defaults: no stage reads a params
+    section with ``.get(key, default)``."""
+    pattern = re.compile(r"(cfg|params\[[^\]]+\](\[[^\]]+\])*|dl|su_cfg|ssl_cfg)"
+                         r"\.get\(")
+    bad = []
+    for path in sorted((ROOT / "pipelines").glob("*.py")):
+        for no, line in enumerate(path.read_text().splitlines(), 1):
+            if pattern.search(line):
+                bad.append(f"{path.name}:{no}: {line.strip()}")
+    assert not bad, bad
