@@ -59,6 +59,14 @@ TAU = 1e-12
 STATUS_CONVERGED = 0
 STATUS_MAX_ITER = 1
 
+# Smallest accepted KKT tolerance. The gap ``max g_i - min g_j`` is a difference
+# of gradients ``zeta - K alpha``, each a sum of n rounded products: its float64
+# error is ~ n * eps * max|K alpha| >= 1e-14 for a few hundred unit-size terms,
+# so a tolerance far below that is never met (``tol=1e-300`` looped forever).
+TOL_FLOOR = 1e-12
+
+_EPS = float(np.finfo(np.float64).eps)
+
 _RBF = KERNEL_CODES["rbf"]
 _LAPLACIAN = KERNEL_CODES["laplacian"]
 _POLY = KERNEL_CODES["poly"]
@@ -465,6 +473,81 @@ def bounds_from_margins(y: np.ndarray, lo: np.ndarray, hi: np.ndarray):
     A = np.where(y > 0, lo, -hi).astype(np.float64)
     B = np.where(y > 0, hi, -lo).astype(np.float64)
     return A, B
+
+
+def default_max_iter(n_vars: int) -> int:
+    """SMO iteration cap used when the estimator's ``max_iter`` is ``None``.
+
+    LIBSVM's own rule (``svm.cpp``, ``Solver::Solve``): ``max(10^7, 100 l)``
+    pair steps for ``l`` variables, which LIBSVM applies even when scikit-learn's
+    ``SVC`` passes ``max_iter=-1``. A well-posed problem needs O(l) to a few
+    times l steps, so the cap never stops a healthy solve early; it only turns an
+    ill-conditioned one (which cycled forever before) into a
+    ``ConvergenceWarning``. Each step costs O(l), so the cap bounds one solve to
+    O(l * max(10^7, 100 l)) work: seconds for l = 600 variables.
+    """
+    return int(max(10_000_000, 100 * int(n_vars)))
+
+
+def kernel_bound(X: np.ndarray, code: int, sigma: float, degree: int,
+                 coef0: float) -> float:
+    """Upper bound on ``|k(x, x')|`` over the rows of ``X``; ``inf`` on overflow.
+
+    RBF and Laplacian are bounded by 1; linear by ``max ||x||^2``
+    (Cauchy-Schwarz); poly by ``(sigma max ||x||^2 + |coef0|) ** degree``,
+    evaluated in logarithms so that ``degree=1000`` cannot overflow here.
+    """
+    if code == _RBF or code == _LAPLACIAN:
+        return 1.0
+    if X.size == 0:
+        return 0.0
+    with np.errstate(over="ignore"):
+        r2 = float(np.max(np.einsum("ij,ij->i", X, X)))
+        if code == _LINEAR:
+            return r2
+        base = sigma * r2 + abs(coef0)
+    if not math.isfinite(base):
+        return math.inf
+    if base == 0.0:
+        return 0.0
+    log_bound = degree * math.log(base)
+    if log_bound > math.log(np.finfo(np.float64).max):
+        return math.inf
+    return math.exp(log_bound)
+
+
+def check_precision(C: float, tol: float, k_bound: float, *, c_name: str,
+                    kernel_desc: str) -> None:
+    """Refuse ``tol``, ``C`` and kernel values whose SMO problem is meaningless.
+
+    The coefficients live in boxes of width ``C`` that CCCP shifts by ``C``
+    (Algorithm 1.2's ``beta``), so each coefficient carries a rounding error of
+    ``eps * C``, and each gradient term one of ``eps * C * max|k|``. Once that
+    exceeds ``tol`` the stopping rule cannot be decided (``C=1e17`` on 300
+    points never returned). Raises ``ValueError`` naming the parameter.
+    """
+    if not tol >= TOL_FLOOR:
+        raise ValueError(
+            f"tol={tol:g} is below {TOL_FLOOR:g}: the KKT gap is a difference of "
+            "sums of kernel terms whose float64 rounding error is larger, so SMO "
+            f"could never stop. Use tol >= {TOL_FLOOR:g} (default 1e-3)."
+        )
+    if not math.isfinite(k_bound):
+        raise ValueError(
+            f"kernel values overflow float64 with {kernel_desc} on this X "
+            "(max |k(x, x')| is not finite): lower degree, coef0 or sigma, or "
+            "scale the features."
+        )
+    err = _EPS * C * k_bound
+    if not err < tol:
+        limit = tol / (_EPS * k_bound)
+        raise ValueError(
+            f"{c_name}={C:g} is numerically meaningless with {kernel_desc} "
+            f"(max |k(x, x')| <= {k_bound:.3g}): the float64 rounding error of "
+            f"one coefficient's term, eps * {c_name} * max|k| = {err:.3g}, is not "
+            f"below tol={tol:g}, so SMO cannot reach its stopping rule. Use "
+            f"{c_name} < {limit:.3g} (or a smaller kernel scale)."
+        )
 
 
 def cache_rows(cache_size: float, m: int) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import validate_data
@@ -114,4 +116,78 @@ def check_divergence(values, parameter_hint: str) -> None:
         raise FloatingPointError(
             "the solver diverged (non-finite coefficients); reduce "
             f"{parameter_hint}."
+        )
+
+
+class DegenerateModelWarning(UserWarning):
+    """A fitted model is constant, or predicts one class, on its training data."""
+
+
+_KERNEL_PARAMS = ("kernel", "sigma", "degree", "coef0", "dtype")
+
+
+def _kernel_description(estimator) -> str:
+    params = estimator.get_params(deep=False)
+    shown = [f"{k}={params[k]!r}" for k in _KERNEL_PARAMS if k in params]
+    return ", ".join(shown) if shown else "the estimator's parameters"
+
+
+def check_fitted_model(estimator, coef, decision_on_train) -> None:
+    """Refuse a non-finite model; warn about a degenerate one.
+
+    Called at the end of ``fit``, before the model is used. ``coef`` is every
+    fitted coefficient (expansion coefficients, weights, intercepts) in any
+    shape; ``decision_on_train`` the decision values on the training points,
+    shape ``(n_samples,)`` for one binary problem or ``(n_samples,
+    n_problems)`` (one-vs-rest; the prediction is the arg-max).
+
+    Raises
+    ------
+    ValueError
+        Non-finite coefficients or decision values. Extreme kernel parameters
+        (``kernel="poly", degree=1000``, ``coef0=1e300``) overflow the kernel
+        values, so the message names them.
+
+    Warns
+    -----
+    DegenerateModelWarning
+        The decision function is constant on the training data (e.g. kernel
+        values underflow to 0, so ``f = b``), or the model predicts one class
+        on every training point.
+    """
+    coef = np.asarray(coef, dtype=np.float64)
+    F = np.asarray(decision_on_train, dtype=np.float64)
+    name = type(estimator).__name__
+    desc = _kernel_description(estimator)
+    if not (np.all(np.isfinite(coef)) and np.all(np.isfinite(F))):
+        what = "coefficients" if not np.all(np.isfinite(coef)) else "decision values"
+        raise ValueError(
+            f"{name} fitted non-finite (NaN or inf) {what} with {desc}: the "
+            "kernel values or the solver overflowed. Use a smaller degree, "
+            "coef0 or sigma, scale the features, or lower C."
+        )
+    if F.size == 0:
+        return
+    F2 = F.reshape(F.shape[0], -1)
+    scale = float(np.max(np.abs(F2)))
+    spread = float(np.max(np.ptp(F2, axis=0)))
+    if spread <= 64.0 * np.finfo(np.float64).eps * scale:
+        warnings.warn(
+            f"{name}: the decision function is constant ({F2[0, 0]:.6g}) on the "
+            f"training data with {desc}; the kernel values are all (nearly) "
+            "equal, e.g. underflowed. The model ignores its input.",
+            DegenerateModelWarning,
+            stacklevel=3,
+        )
+        return
+    if F2.shape[1] == 1:
+        one_class = bool(np.all(F2[:, 0] > 0) or np.all(F2[:, 0] <= 0))
+    else:
+        one_class = np.unique(np.argmax(F2, axis=1)).size == 1
+    if one_class:
+        warnings.warn(
+            f"{name} predicts a single class on every training point with "
+            f"{desc}; check the kernel parameters and C.",
+            DegenerateModelWarning,
+            stacklevel=3,
         )

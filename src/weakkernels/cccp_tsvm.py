@@ -36,10 +36,14 @@ from weakkernels._smo import (
     STATUS_MAX_ITER,
     KernelProblem,
     bounds_from_margins,
+    check_precision,
     decision_values,
+    default_max_iter,
+    kernel_bound,
 )
 from weakkernels._validation import (
     check_divergence,
+    check_fitted_model,
     check_magnitude,
     validate_predict,
     validate_semi_supervised,
@@ -112,6 +116,7 @@ def _cccp(kp, pov, yv, zeta, cap, concave, free, s, beta, alpha, *, tol, max_ite
     smo_iters = 0
     hit_cap = False
     objective_weight = np.where(free, 0.0, cap)
+    max_iter = _resolve_max_iter(max_iter, pov.size)
     for _ in range(max_cccp_iter):
         A, B = bounds_from_margins(yv, -beta, cap - beta)
         A[free] = -np.inf
@@ -147,12 +152,17 @@ def _cccp(kp, pov, yv, zeta, cap, concave, free, s, beta, alpha, *, tol, max_ite
     }
 
 
+def _resolve_max_iter(max_iter, n_vars):
+    """``None`` -> LIBSVM's cap ``max(10^7, 100 n)`` (see ``default_max_iter``)."""
+    return default_max_iter(n_vars) if max_iter is None else int(max_iter)
+
+
 def _hinge_svm(kp, idx, y, C, *, tol, max_iter, shrinking):
     """Plain hinge-loss SVM (Eq. 1.4) on base points ``idx``; returns (alpha, b)."""
     A, B = bounds_from_margins(y, np.zeros(y.size), np.full(y.size, C))
     alpha, _, b, _, status = kp.solve(
-        idx, y.astype(np.float64), A, B, tol=tol, max_iter=max_iter,
-        shrinking=shrinking,
+        idx, y.astype(np.float64), A, B, tol=tol,
+        max_iter=_resolve_max_iter(max_iter, len(idx)), shrinking=shrinking,
     )
     return alpha, b, status == STATUS_MAX_ITER
 
@@ -170,7 +180,7 @@ _COMMON_CONSTRAINTS = {
     "coef0": [Interval(Real, None, None, closed="neither")],
     "tol": [Interval(Real, 0, None, closed="neither")],
     "cache_size": [Interval(Real, 0, None, closed="neither")],
-    "max_iter": [Interval(Integral, -1, None, closed="left")],
+    "max_iter": [Interval(Integral, -1, None, closed="left"), None],
     "max_cccp_iter": [Interval(Integral, 1, None, closed="left")],
     "shrinking": ["boolean"],
 }
@@ -195,6 +205,22 @@ class _CCCPBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
             extra_mean_idx,
         )
 
+    def _check_numerics(self, X, C, c_name):
+        """Refuse tol, C and kernel parameters that make SMO meaningless.
+
+        Runs before any solve (and before fitted state changes): an overflowing
+        kernel (``degree=1000``, ``coef0=1e300``) or ``eps * C * max|k| >= tol``
+        (``C=1e17``) or ``tol < 1e-12`` would otherwise loop without end or
+        return NaN (see :func:`weakkernels._smo.check_precision`).
+        """
+        desc = f"kernel={self.kernel!r}, sigma={self.sigma!r}"
+        if self.kernel == "poly":
+            desc += f", degree={self.degree!r}, coef0={self.coef0!r}"
+        bound = kernel_bound(X, KERNEL_CODES[self.kernel], float(self.sigma),
+                             int(self.degree), float(self.coef0))
+        check_precision(float(C), float(self.tol), bound, c_name=c_name,
+                        kernel_desc=desc)
+
     def _binary_targets(self, y_enc, n_classes):
         """(target in {-1, +1} per binary problem) -- OvR beyond two classes."""
         if n_classes == 2:
@@ -202,10 +228,20 @@ class _CCCPBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
         return [np.where(y_enc == c, 1.0, -1.0) for c in range(n_classes)]
 
     def _store_solution(self, X, coefs, intercepts, f_labeled, y_enc, curves,
-                        n_iters, hit_cap):
-        """Set fitted attributes from per-problem coefficients over rows of X."""
+                        n_iters, hit_cap, f_train):
+        """Set fitted attributes from per-problem coefficients over rows of X.
+
+        ``f_train`` holds the decision values of every training point, one
+        column per binary problem; the model is checked on them
+        (:func:`weakkernels._validation.check_fitted_model`) before any
+        attribute is set.
+        """
         coefs = np.vstack(coefs)
-        check_divergence(coefs, "C (and C_star)")
+        check_fitted_model(
+            self,
+            np.concatenate([coefs.ravel(), np.asarray(intercepts, dtype=float)]),
+            np.column_stack(f_train),
+        )
         support = np.flatnonzero(np.any(coefs != 0.0, axis=0))
         self.support_ = support
         self.support_vectors_ = X[support].copy()
@@ -383,8 +419,11 @@ class RampSVM(_CCCPBase):
         KKT tolerance of every SMO solve (the LIBSVM/``SVC`` stopping rule).
     cache_size : float, default=200.0
         Kernel-row cache in MB.
-    max_iter : int, default=-1
-        SMO iterations per convex solve; -1 for no limit.
+    max_iter : int or None, default=None
+        SMO iterations per convex solve. ``None``: LIBSVM's cap
+        ``max(10**7, 100 * n_variables)``, generous enough never to stop a
+        well-posed solve; -1 for no limit (as ``SVC``). Reaching the cap
+        warns (``ConvergenceWarning``).
     max_cccp_iter : int, default=50
         Maximum number of CCCP iterations (convex solves).
     shrinking : bool, default=True
@@ -431,7 +470,7 @@ class RampSVM(_CCCPBase):
         init_fraction: float | None = None,
         tol: float = 1e-3,
         cache_size: float = 200.0,
-        max_iter: int = -1,
+        max_iter: int | None = None,
         max_cccp_iter: int = 50,
         shrinking: bool = True,
         random_state=None,
@@ -466,6 +505,7 @@ class RampSVM(_CCCPBase):
         """
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
         check_magnitude(self, X)  # squared distances must not overflow
+        self._check_numerics(X, self.C, "C")
         check_classification_targets(y)
         self.classes_, y_enc = np.unique(y, return_inverse=True)
         if self.classes_.size < 2:
@@ -503,7 +543,7 @@ class RampSVM(_CCCPBase):
             curves.append(res["curve"])
             n_iters.append(res["n_iter"])
         self._store_solution(X, coefs, intercepts, f_lab, y_enc, curves, n_iters,
-                             hit_cap)
+                             hit_cap, f_lab)
         return self
 
 
@@ -600,7 +640,7 @@ class CCCPTSVM(_CCCPBase):
         balance: bool = True,
         tol: float = 1e-3,
         cache_size: float = 200.0,
-        max_iter: int = -1,
+        max_iter: int | None = None,
         max_cccp_iter: int = 50,
         shrinking: bool = True,
     ):
@@ -634,6 +674,11 @@ class CCCPTSVM(_CCCPBase):
         self
         """
         X, y, labeled, classes = validate_semi_supervised(self, X, y)
+        C_star = self.C if self.C_star is None else self.C_star
+        if C_star > self.C:
+            self._check_numerics(X, C_star, "C_star")
+        else:
+            self._check_numerics(X, self.C, "C")
         self.classes_ = classes
         lab = np.flatnonzero(labeled)
         unl = np.flatnonzero(~labeled)
@@ -704,8 +749,11 @@ class CCCPTSVM(_CCCPBase):
             f_unl.append(res["f"][L : L + U])
             curves.append(res["curve"])
             n_iters.append(res["n_iter"])
+        f_train = [
+            np.concatenate([fl, fu]) for fl, fu in zip(f_lab, f_unl, strict=True)
+        ]
         self._store_solution(X, coefs, intercepts, f_lab, y_enc, curves, n_iters,
-                             hit_cap)
+                             hit_cap, f_train)
         transduction = y.copy()
         if classes.size == 2:
             transduction[unl] = classes[(f_unl[0] > 0).astype(np.intp)]
