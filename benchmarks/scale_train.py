@@ -96,8 +96,10 @@ def run_child(args) -> dict:
     y[:n_l] = y_true[:n_l]
     X_test, y_test = synthetic_rows(spec, spec.n_rows - args.n_test, spec.n_rows)
     max_features = 32 * math.ceil(math.ceil(math.sqrt(n)) / 32)
+    # one pass of the SGD engine (paper 000 Algorithm 1) over memory-mapped rows
     kw = dict(sigma=spec.teacher_sigma, C=args.C, batch_size=256, block_size=32,
-              n_passes=1.0, max_features=max_features, random_state=0)
+              n_passes=1.0, max_features=max_features, random_state=0,
+              solver="sgd")
     # warm-up: compile the numba kernels outside the timed fit
     y_warm = np.asarray(y_true[:2000]).astype(np.int8)
     y_warm[1000:] = -1

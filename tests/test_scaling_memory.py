@@ -27,8 +27,9 @@ def test_fit_on_memmap_allocates_much_less_than_x(tmp_path):
     X, y_true = open_synthetic(tmp_path)
     y = np.full(len(X), -1, dtype=np.int8)
     y[:500] = y_true[:500]
+    # the SGD engine streams rows from the memmap: the one-pass path under test
     kw = dict(sigma=spec.teacher_sigma, C=10.0, max_iter=20, max_features=256,
-              random_state=0)
+              random_state=0, solver="sgd")
     TSGS3VM(**kw).fit(np.asarray(X[:5000]), y[:5000])  # compile outside the trace
     tracemalloc.start()
     try:
