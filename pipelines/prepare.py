@@ -2,7 +2,9 @@
 
 ``data/prepared/<name>.npz`` holds ``X`` (float64, scaled per ``prepare.scale``:
 ``minmax`` maps every feature to [0, 1] as in paper 003's protocol; ``none``
-keeps the raw values), ``y`` (int64 in ``0..K-1``; ``-1`` stays reserved for
+keeps the raw values), ``scale_lo`` / ``scale_span`` (that scaling,
+``clip((x - lo) / span, 0, 1)``, which the served MLflow model applies to raw
+rows), ``y`` (int64 in ``0..K-1``; ``-1`` stays reserved for
 "unlabeled"), ``classes`` (the upstream label of each code, sorted) and, where
 shipped, the official splits.  ``<out>/summary.json`` records shapes and counts.
 """
@@ -19,14 +21,25 @@ from weakkernels.pipeline.datasets import load_raw
 from weakkernels.pipeline.storage import atomic_write_json, load_params, save_npz
 
 
+def fit_scaler(X: np.ndarray, how: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(lo, span)`` of the scaling ``clip((X - lo) / span, 0, 1)``.
+
+    ``minmax``: each column to [0, 1] (constant columns become 0); ``none``:
+    the identity (``lo = 0``, ``span = 1``, no clipping applies to it).
+    """
+    if how == "none":
+        return np.zeros(X.shape[1]), np.ones(X.shape[1])
+    if how != "minmax":
+        raise ValueError(f"unknown scaling {how!r} (minmax | none)")
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    return lo, np.where(hi > lo, hi - lo, 1.0)
+
+
 def scale_features(X: np.ndarray, how: str) -> np.ndarray:
     """``minmax``: each column to [0, 1] (constant columns become 0)."""
     if how == "none":
         return X
-    if how != "minmax":
-        raise ValueError(f"unknown scaling {how!r} (minmax | none)")
-    lo, hi = X.min(axis=0), X.max(axis=0)
-    span = np.where(hi > lo, hi - lo, 1.0)
+    lo, span = fit_scaler(X, how)
     return np.clip((X - lo) / span, 0.0, 1.0)
 
 
@@ -40,9 +53,13 @@ def prepare(datasets: list[str], raw_dir, out_dir, *, scale: str = "minmax") -> 
     summary = {}
     for name in datasets:
         raw = load_raw(name, raw_dir)
-        X = scale_features(np.asarray(raw.X, dtype=np.float64), scale)
+        X_raw = np.asarray(raw.X, dtype=np.float64)
+        lo, span = fit_scaler(X_raw, scale)
+        X = scale_features(X_raw, scale)
         y, classes = encode_labels(raw.y)
-        arrays = {"X": X, "y": y, "classes": classes.astype(np.float64)}
+        # The scaler goes with the data: the served model applies it to raw rows.
+        arrays = {"X": X, "y": y, "classes": classes.astype(np.float64),
+                  "scale_lo": lo, "scale_span": span}
         if raw.split_labeled is not None:
             arrays["split_labeled"] = raw.split_labeled
             arrays["split_unlabeled"] = raw.split_unlabeled

@@ -8,7 +8,8 @@ set (``predict_time_s``).  Estimators with a ``callback`` log the validation
 error against iterations (``val_error``, ``step=`` iteration) and the matching
 training time (``train_time_s``, same steps).  Our models are saved with
 ``est.save`` (pickle-free file), logged as an artifact and as an MLflow pyfunc
-model.  Test scores go to ``<predictions>/<run>.npz`` for the evaluate stage.
+model that applies the ``prepare`` stage's scaling itself (it takes raw
+rows).  Test scores go to ``<predictions>/<run>.npz`` for the evaluate stage.
 
 MLflow layout: one parent run ``train`` per stage, a nested run per model x
 dataset x n_unlabeled, and inside it one nested run per seed.
@@ -145,6 +146,8 @@ def train(pairs, best, prepared_dir, splits_dir, models_dir, pred_dir, cfg,
                 f"remove them from models.fixed or rerun tune")
         data = load_prepared(prepared_dir, dataset)
         X, y = data["X"], data["y"]
+        scaler = (data["scale_lo"], data["scale_span"]) if "scale_lo" in data \
+            else None
         kind = split_kind(model)
         first = load_split(splits_dir, dataset, kind, seeds[0])
         sizes = cfg["n_unlabeled"] or [int(n) for n in first["n_unlabeled"]]
@@ -162,7 +165,7 @@ def train(pairs, best, prepared_dir, splits_dir, models_dir, pred_dir, cfg,
                 for seed in seeds:
                     rec = _train_seed(model, dataset, X, y, kind, splits_dir,
                                       models_dir, pred_dir, n_u, seed, params, fixed,
-                                      cfg, log_mlflow)
+                                      cfg, log_mlflow, scaler)
                     rec["group_run_id"] = group.info.run_id if group else None
                     records.append(rec)
             finally:
@@ -172,7 +175,7 @@ def train(pairs, best, prepared_dir, splits_dir, models_dir, pred_dir, cfg,
 
 
 def _train_seed(model, dataset, X, y, kind, splits_dir, models_dir, pred_dir, n_u,
-                seed, params, fixed, cfg, log_mlflow) -> dict:
+                seed, params, fixed, cfg, log_mlflow, scaler=None) -> dict:
     import mlflow
 
     split = load_split(splits_dir, dataset, kind, seed)
@@ -219,7 +222,7 @@ def _train_seed(model, dataset, X, y, kind, splits_dir, models_dir, pred_dir, n_
                 if cfg["log_pyfunc"]:
                     from weakkernels.pipeline.tracking import log_pyfunc
 
-                    info = log_pyfunc(model_path, out["X_example"])
+                    info = log_pyfunc(model_path, out["X_example"], scaler=scaler)
                     rec["pyfunc_uri"] = info.model_uri
         return rec
     finally:

@@ -55,6 +55,12 @@ def setup_mlflow(experiment: str, root: str | os.PathLike) -> str:
     """Point MLflow at the store and return the experiment id (created if needed)."""
     for k, v in _TELEMETRY_OFF.items():
         os.environ.setdefault(k, v)
+    # One progress bar per logged model is noise in a stage's log.
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    # MLflow's SQLAlchemy store configures its mappers with a loader strategy
+    # SQLAlchemy 2 deprecates; it is MLflow's code, not ours, and fires once per
+    # process.  Only this one message is silenced.
+    warnings.filterwarnings("ignore", message=r"The ``noload`` loader strategy")
     import mlflow
 
     mlflow.set_tracking_uri(tracking_uri(root))
@@ -140,40 +146,53 @@ def log_params_flat(params: dict, prefix: str = "") -> None:
         mlflow.log_params({k: str(v)[:6000] for k, v in flat.items()})
 
 
-def log_pyfunc(model_file: str | os.PathLike, X_example: np.ndarray, name="model"):
-    """Log ``model_file`` as an MLflow pyfunc model with signature and example."""
+def log_pyfunc(model_file: str | os.PathLike, X_example: np.ndarray, name="model",
+               scaler: tuple[np.ndarray, np.ndarray] | None = None):
+    """Log ``model_file`` as an MLflow pyfunc model with signature and example.
+
+    ``scaler = (lo, span)``: the ``prepare`` stage's min-max scaling; it is
+    stored beside the model and applied by the served model, which then takes
+    raw rows (``X_example`` holds *scaled* rows and is logged unscaled).
+    The model is logged from code (:mod:`weakkernels.pipeline.pyfunc_model`),
+    so no pickle is written, and the signature is declared, not inferred.
+    """
+    import json
+    import tempfile
+
     import mlflow
     import pandas as pd
-    from mlflow.models import infer_signature
+    from mlflow.models import ModelSignature
+    from mlflow.types import ColSpec, Schema
 
-    from weakkernels.pipeline.models import load_model
-    from weakkernels.pipeline.pyfunc_model import WeakKernelsModel
+    from weakkernels.pipeline import pyfunc_model
 
-    est = load_model(model_file)
+    X_example = np.asarray(X_example, dtype=np.float64)
     cols = [f"x{i}" for i in range(X_example.shape[1])]
-    example = pd.DataFrame(np.asarray(X_example, dtype=np.float64), columns=cols)
-    out = pd.DataFrame(
-        {"label": np.asarray(est.predict(example.to_numpy())).astype(np.int64),
-         "score": _scores(est, example.to_numpy())}
-    )
-    signature = infer_signature(example, out)
-    reqs = [f"{d}=={_version(d)}" for d in ("numpy", "scipy", "scikit-learn",
-                                             "numba", "pandas")]
-    with warnings.catch_warnings():
-        # The signature is explicit; MLflow's type-hint / integer-column hints and
-        # the CloudPickle notice (the class is imported by reference) are noise.
-        warnings.simplefilter("ignore", UserWarning)
-        return mlflow.pyfunc.log_model(
-            name=name,
-            python_model=WeakKernelsModel(),
-            artifacts={"model_file": str(model_file)},
-            signature=signature,
-            input_example=example,
-            pip_requirements=reqs,
-        )
-
-
-def _scores(est, X):
-    from weakkernels.pipeline.models import scores
-
-    return scores(est, X)
+    artifacts = {"model_file": str(model_file)}
+    with tempfile.TemporaryDirectory() as tmp:
+        if scaler is not None:
+            lo, span = (np.asarray(a, dtype=np.float64) for a in scaler)
+            X_example = X_example * span + lo  # back to raw feature values
+            path = Path(tmp) / "scaler.json"
+            path.write_text(json.dumps({"lo": lo.tolist(), "span": span.tolist()}))
+            artifacts["scaler"] = str(path)
+        example = pd.DataFrame(X_example, columns=cols)
+        signature = ModelSignature(
+            inputs=Schema([ColSpec("double", c) for c in cols]),
+            outputs=Schema([ColSpec("long", "label"), ColSpec("double", "score")]))
+        reqs = [f"{d}=={_version(d)}" for d in ("numpy", "scipy", "scikit-learn",
+                                                 "numba", "pandas")]
+        with warnings.catch_warnings():
+            # MLflow's own input-example check compares `df.columns == range(..)`,
+            # which pandas >= 3 deprecates (Pandas4Warning); nothing we pass can
+            # avoid it.
+            warnings.filterwarnings("ignore", message="Operation with range is "
+                                    "deprecated", module="mlflow")
+            return mlflow.pyfunc.log_model(
+                name=name,
+                python_model=pyfunc_model.__file__,
+                artifacts=artifacts,
+                signature=signature,
+                input_example=example,
+                pip_requirements=reqs,
+            )
