@@ -4,7 +4,9 @@ Order per file: the offline mirror (``download.mirror``, default
 ``../shared/data/raw``), then the pinned source URL, then the upstream page
 (LIBSVM / UCI).  Every copy is checked against the MANIFEST sha256 and written
 atomically; the stage also writes ``<out>/provenance.json`` (origin + hash of
-every file).  Usage: ``python pipelines/download.py --out data/raw``.
+every file; a mirror copy is recorded as ``mirror:<path inside the mirror>``,
+never as an absolute path, so the file is the same in every clone).
+Usage: ``python pipelines/download.py --out data/raw``.
 """
 
 from __future__ import annotations
@@ -41,6 +43,18 @@ def download(
         )
         for name in datasets
     }
+    if mirror is not None:
+        # The mirror's location depends on where the repository is cloned; the
+        # record keeps the path inside the mirror only, so data/raw (and its DVC
+        # hash) is the same in every clone.
+        root = Path(mirror).resolve()
+        for recs in records.values():
+            for r in recs:
+                try:
+                    rel = Path(r["origin"]).resolve().relative_to(root)
+                except (ValueError, OSError):
+                    continue
+                r["origin"] = f"mirror:{rel.as_posix()}"
     atomic_write_json(Path(out_dir) / "provenance.json", records)
     return records
 
