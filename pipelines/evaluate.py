@@ -2,11 +2,21 @@
 
 Reads the train stage's run list and test predictions, computes the metrics,
 checks that every saved model file reloads (``weakkernels.load``) and reproduces
-its test scores, and writes
+its test scores, flags degenerate models, and writes
 
-* ``metrics/test.json`` -- mean and std over seeds per model / dataset /
-  unlabeled size (DVC ``metrics:``; ``dvc metrics show``);
-* ``<out>/per_seed.json`` -- one record per run (for the report stage).
+* ``metrics/test.json`` -- the headline, small enough for ``dvc metrics show``
+  and ``dvc exp show``: per dataset, the best mean test error of our models and
+  of the baselines at the comparison size, and the number of flagged models
+  (DVC ``metrics:``; no timings, which change on every run);
+* ``<out>/summary.json`` -- mean and std over seeds per model / dataset /
+  unlabeled size, timings and the degenerate flags (for the report stage);
+* ``<out>/per_seed.json`` -- one record per run.
+
+A model is *degenerate* on a test set when it predicts a single class or its
+error is at least the majority-class error (the error of always answering the
+most frequent test class): tuning picked a point that learned nothing.  The
+flag and its reason go into the summary, the report and MLflow
+(``degenerate=true``, ``degenerate_reason``).
 
 The same values go to MLflow with the ``test_`` prefix: per seed into the seed
 run, means into the model x dataset x n_unlabeled run.
@@ -39,6 +49,52 @@ def test_metrics(y_true, y_pred, score) -> dict[str, float]:
     return out
 
 
+def degenerate_reason(y_true, y_pred) -> str | None:
+    """Why a model's test predictions are no better than a constant, or None."""
+    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    if len(y_true) == 0:
+        return None
+    classes = np.unique(y_pred)
+    if len(classes) == 1:
+        return f"predicts only class {int(classes[0])} on {len(y_pred)} test points"
+    _, counts = np.unique(y_true, return_counts=True)
+    majority_error = 1.0 - counts.max() / len(y_true)
+    error = float(np.mean(y_true != y_pred))
+    if error >= majority_error:
+        return (f"test error {error:.3f} >= majority-class error "
+                f"{majority_error:.3f}")
+    return None
+
+
+def headline(summary: dict) -> dict:
+    """Per dataset: best mean test error of our models (``ours``) / of the
+    baselines (``base``) at the unlabeled size most models share (ties: the
+    largest; the report names it), and the number of degenerate model x size
+    entries (``flagged``).  Flagged models do not count as best.  Six numbers
+    for two datasets: ``dvc metrics show`` stays within 120 columns."""
+    from weakkernels.pipeline.models import MODELS
+
+    out: dict = {}
+    datasets = sorted({ds for by_ds in summary.values() for ds in by_ds})
+    for ds in datasets:
+        sizes: dict[str, list[str]] = {}
+        for model, by_ds in summary.items():
+            for nu in by_ds.get(ds, {}):
+                sizes.setdefault(nu, []).append(model)
+        nu = max(sizes, key=lambda k: (len(sizes[k]), int(k[2:])))
+        entry: dict = {}
+        for group, ours in (("ours", True), ("base", False)):
+            errs = [summary[m][ds][nu]["test_error_mean"] for m in sizes[nu]
+                    if MODELS[m].ours == ours
+                    and not summary[m][ds][nu].get("degenerate")]
+            if errs:
+                entry[group] = round(min(errs), 4)
+        entry["flagged"] = sum(bool(e.get("degenerate")) for by_ds in summary.values()
+                               for e in by_ds.get(ds, {}).values())
+        out[ds] = entry
+    return out
+
+
 def evaluate(runs: list[dict], pred_dir, prepared_dir=None, *, check_reload=True):
     """Return ``(per_seed records, summary)``; see the module docstring."""
     per_seed = []
@@ -50,6 +106,9 @@ def evaluate(runs: list[dict], pred_dir, prepared_dir=None, *, check_reload=True
                                  "run_id", "group_run_id") if k in r}
         rec.update(test_metrics(p["y_test"], p["pred_test"], p["score_test"]))
         rec["n_test"] = int(len(p["y_test"]))
+        reason = degenerate_reason(p["y_test"], p["pred_test"])
+        if reason:
+            rec["degenerate_reason"] = reason
         if check_reload and r.get("model_file") and prepared_dir is not None:
             if r["dataset"] not in cache:
                 cache[r["dataset"]] = load_prepared(prepared_dir, r["dataset"])["X"]
@@ -70,6 +129,11 @@ def evaluate(runs: list[dict], pred_dir, prepared_dir=None, *, check_reload=True
             if vals:
                 entry[f"{key}_mean"] = float(np.mean(vals))
                 entry[f"{key}_std"] = float(np.std(vals))
+        bad = [f"seed {x['seed']}: {x['degenerate_reason']}" for x in recs
+               if "degenerate_reason" in x]
+        entry["degenerate"] = bool(bad)
+        if bad:
+            entry["degenerate_reason"] = "; ".join(bad)
         summary.setdefault(model, {}).setdefault(dataset, {})[f"nu{n_u}"] = entry
     return per_seed, summary
 
@@ -84,21 +148,28 @@ def log_to_mlflow(per_seed, summary, parent_run_id=None) -> None:
     client = MlflowClient()
     now = int(time.time() * 1000)
 
-    def log(run_id, metrics):
+    def log(run_id, metrics, reason=None):
+        from mlflow.entities import RunTag
+
+        tags = [RunTag("degenerate", "true" if reason else "false")]
+        if reason:
+            tags.append(RunTag("degenerate_reason", reason[:5000]))
         client.log_batch(run_id, metrics=[Metric(k, float(v), now, 0)
-                                          for k, v in metrics.items()])
+                                          for k, v in metrics.items()], tags=tags)
 
     groups = {}
     for rec in per_seed:
         if rec.get("run_id"):
             log(rec["run_id"], {k: v for k, v in rec.items()
-                                if k.startswith("test_") or k == "reload_max_abs_diff"})
+                                if k.startswith("test_") or k == "reload_max_abs_diff"},
+                rec.get("degenerate_reason"))
         if rec.get("group_run_id"):
             groups[rec["group_run_id"]] = (rec["model"], rec["dataset"],
                                            rec["n_unlabeled"])
     for run_id, (model, dataset, n_u) in groups.items():
         entry = summary[model][dataset][f"nu{n_u}"]
-        log(run_id, {k: v for k, v in entry.items() if k.startswith("test_")})
+        log(run_id, {k: v for k, v in entry.items() if k.startswith("test_")},
+            entry.get("degenerate_reason"))
     if parent_run_id:
         # Record the best model (lowest mean test error) per dataset and size.
         best = {}
@@ -106,6 +177,8 @@ def log_to_mlflow(per_seed, summary, parent_run_id=None) -> None:
             for dataset, by_nu in by_ds.items():
                 for nu, e in by_nu.items():
                     k = f"best_model.{dataset}.{nu}"
+                    if e.get("degenerate"):
+                        continue
                     if k not in best or e["test_error_mean"] < best[k][1]:
                         best[k] = (model, e["test_error_mean"])
         for k, (model, _) in best.items():
@@ -131,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         raise RuntimeError(f"reloaded models disagree with their fits: {bad}")
     atomic_write_json(Path(args.out) / "per_seed.json", per_seed)
-    atomic_write_json(args.metrics, summary)
+    atomic_write_json(Path(args.out) / "summary.json", summary)
+    atomic_write_json(args.metrics, headline(summary))
     if any(r.get("run_id") for r in per_seed):
         from weakkernels.pipeline.storage import repo_root
         from weakkernels.pipeline.tracking import setup_mlflow
@@ -142,8 +216,10 @@ def main(argv: list[str] | None = None) -> int:
     for model, by_ds in summary.items():
         for dataset, by_nu in by_ds.items():
             for nu, e in by_nu.items():
+                flag = f"  DEGENERATE: {e['degenerate_reason']}" \
+                    if e["degenerate"] else ""
                 print(f"{model:16s} {dataset:10s} {nu:8s} test error "
-                      f"{e['test_error_mean']:.4f} +- {e['test_error_std']:.4f}")
+                      f"{e['test_error_mean']:.4f} +- {e['test_error_std']:.4f}{flag}")
     return 0
 
 

@@ -1,15 +1,22 @@
 """Stage ``report``: PNG plots and a markdown summary of the evaluated runs.
 
-* ``error_vs_time.png`` -- mean test error against mean training time (one panel
-  per dataset, largest unlabeled size; bars = std over seeds);
+Every plot has one panel per dataset x unlabeled size (every size, every model
+that ran at it; one colour per model in every plot, one shared legend):
+
+* ``error_vs_time.png`` -- mean test error against mean training time (bars =
+  std over seeds; an ``x`` marks a model flagged degenerate);
+* ``error_boxplot.png`` -- test error over seeds per model (horizontal, so the
+  model names never overlap);
 * ``time_vs_unlabeled.png`` -- training time against the number of unlabeled
-  points, log-log;
-* ``error_boxplot.png`` -- test error over seeds per method;
+  points, log-log (one panel per dataset);
 * ``val_curves.png`` -- validation error against training time for the models
   that report through ``callback`` (first seed).
 
-The PNGs are DVC image plots (``dvc plots show`` needs no network) and are also
-logged to MLflow with the markdown table ``summary.md``.
+``reports/summary.md`` has one table per dataset and unlabeled size; a model
+that predicts one class or is no better than the majority class is marked and
+explained in a footnote.  The PNGs are DVC image plots (``dvc plots show`` writes
+``dvc_plots/index.html``, no network needed) and are also logged to MLflow with
+the markdown table.
 """
 
 from __future__ import annotations
@@ -24,89 +31,161 @@ import numpy as np
 
 from weakkernels.pipeline.storage import atomic_write, atomic_write_text, load_npz
 
+FLAG = "⚠"
+
 
 def _save(fig, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
-    atomic_write(path, lambda p: fig.savefig(p, format="png", dpi=110,
+    atomic_write(path, lambda p: fig.savefig(p, format="png", dpi=100,
                                              bbox_inches="tight"))
     plt.close(fig)
     return path
 
 
-def _panels(n):
+def _plt():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, n, figsize=(5.2 * n, 4.0), squeeze=False)
-    return fig, axes[0]
+    return plt
 
 
-def plot_error_vs_time(per_seed, path):
-    by_ds = defaultdict(list)
+def _colors(models) -> dict[str, tuple]:
+    """One fixed colour per model name (sorted), the same in every plot."""
+    cmap = _plt().get_cmap("tab10" if len(models) <= 10 else "tab20")
+    return {m: cmap(i % cmap.N) for i, m in enumerate(sorted(models))}
+
+
+def _cells(per_seed) -> dict[str, dict[int, list[dict]]]:
+    """``{dataset: {n_unlabeled: [records]}}``, sizes ascending."""
+    out: dict = defaultdict(lambda: defaultdict(list))
     for r in per_seed:
-        by_ds[r["dataset"]].append(r)
-    fig, axes = _panels(len(by_ds))
-    for ax, (ds, recs) in zip(axes, sorted(by_ds.items()), strict=True):
-        nu = max(r["n_unlabeled"] for r in recs)
+        out[r["dataset"]][int(r["n_unlabeled"])].append(r)
+    return {ds: dict(sorted(by.items())) for ds, by in sorted(out.items())}
+
+
+def _grid(cells, width=5.0, height=3.8):
+    """A row per dataset, a column per unlabeled size; unused axes hidden."""
+    plt = _plt()
+    ncols = max(len(by) for by in cells.values())
+    fig, axes = plt.subplots(len(cells), ncols, figsize=(width * ncols,
+                                                         height * len(cells)),
+                             squeeze=False)
+    panels = []
+    for i, (ds, by_nu) in enumerate(cells.items()):
+        for j in range(ncols):
+            if j < len(by_nu):
+                nu = list(by_nu)[j]
+                panels.append((axes[i, j], ds, nu, by_nu[nu]))
+            else:
+                axes[i, j].set_axis_off()
+    return fig, panels
+
+
+def _log_axis(axis) -> None:
+    """Log scale labelled at 1, 2, 5 x 10^k as plain numbers (matplotlib's
+    default minor labels overlap on short ranges; decades alone leave a short
+    range unlabelled)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _legend(fig, colors, extra=()):
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=c, marker="o", linestyle="", label=m)
+               for m, c in colors.items()] + list(extra)
+    fig.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5),
+               fontsize=9, frameon=False)
+
+
+def plot_error_vs_time(per_seed, path, flagged=frozenset()):
+    from matplotlib.lines import Line2D
+
+    cells = _cells(per_seed)
+    colors = _colors({r["model"] for r in per_seed})
+    fig, panels = _grid(cells)
+    for ax, ds, nu, recs in panels:
         for model in sorted({r["model"] for r in recs}):
-            sel = [r for r in recs if r["model"] == model and r["n_unlabeled"] == nu]
-            if not sel:
-                continue
+            sel = [r for r in recs if r["model"] == model]
             t = [r["fit_time_s"] for r in sel]
             e = [r["test_error"] for r in sel]
+            bad = (model, ds, nu) in flagged
             ax.errorbar(np.mean(t), np.mean(e), xerr=np.std(t), yerr=np.std(e),
-                        fmt="o", capsize=3, label=model)
+                        fmt="x" if bad else "o", ms=8 if bad else 6, capsize=3,
+                        color=colors[model])
         ax.set_xscale("log")
+        _log_axis(ax.xaxis)
         ax.set_xlabel("training time [s] (log)")
         ax.set_ylabel("test error")
-        ax.set_title(f"{ds} (n_unlabeled={nu})")
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"{ds}, n_unlabeled={nu} ({len({r['model'] for r in recs})} "
+                     "models)")
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
+    _legend(fig, colors, [Line2D([], [], color="k", marker="x", linestyle="",
+                                 label="flagged degenerate")] if flagged else [])
+    fig.tight_layout()
     return _save(fig, path)
 
 
 def plot_time_vs_unlabeled(per_seed, path):
-    by_ds = defaultdict(list)
-    for r in per_seed:
-        by_ds[r["dataset"]].append(r)
-    fig, axes = _panels(len(by_ds))
-    for ax, (ds, recs) in zip(axes, sorted(by_ds.items()), strict=True):
+    plt = _plt()
+    cells = _cells(per_seed)
+    colors = _colors({r["model"] for r in per_seed})
+    fig, axes = plt.subplots(1, len(cells), figsize=(5.2 * len(cells), 4.0),
+                             squeeze=False)
+    for ax, (ds, by_nu) in zip(axes[0], cells.items(), strict=True):
+        recs = [r for rs in by_nu.values() for r in rs]
         for model in sorted({r["model"] for r in recs}):
             pts = defaultdict(list)
             for r in recs:
                 if r["model"] == model:
                     pts[r["n_unlabeled"]].append(r["fit_time_s"])
             xs = sorted(pts)
-            ax.plot(xs, [np.mean(pts[x]) for x in xs], "o-", label=model)
+            ax.plot(xs, [np.mean(pts[x]) for x in xs], "o-", color=colors[model])
         ax.set_xscale("log")
         ax.set_yscale("log")
+        _log_axis(ax.xaxis)
+        _log_axis(ax.yaxis)
         ax.set_xlabel("number of unlabeled points (log)")
         ax.set_ylabel("training time [s] (log)")
         ax.set_title(ds)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
+    _legend(fig, colors)
+    fig.tight_layout()
     return _save(fig, path)
 
 
-def plot_error_boxplot(per_seed, path):
-    by_ds = defaultdict(list)
-    for r in per_seed:
-        by_ds[r["dataset"]].append(r)
-    fig, axes = _panels(len(by_ds))
-    for ax, (ds, recs) in zip(axes, sorted(by_ds.items()), strict=True):
-        nu = max(r["n_unlabeled"] for r in recs)
-        models = sorted({r["model"] for r in recs})
-        data = [[r["test_error"] for r in recs
-                 if r["model"] == m and r["n_unlabeled"] == nu] for m in models]
-        keep = [(m, d) for m, d in zip(models, data, strict=True) if d]
-        ax.boxplot([d for _, d in keep], tick_labels=[m for m, _ in keep])
-        ax.tick_params(axis="x", rotation=45, labelsize=7)
-        ax.set_ylabel("test error")
-        ax.set_title(f"{ds} (n_unlabeled={nu})")
-        ax.grid(True, axis="y", alpha=0.3)
+def plot_error_boxplot(per_seed, path, flagged=frozenset()):
+    cells = _cells(per_seed)
+    colors = _colors({r["model"] for r in per_seed})
+    n_models = max(len({r["model"] for r in recs}) for by in cells.values()
+                   for recs in by.values())
+    fig, panels = _grid(cells, height=max(2.5, 0.45 * n_models + 1.2))
+    for ax, ds, nu, recs in panels:
+        # Best (lowest mean error) at the top.
+        models = sorted({r["model"] for r in recs},
+                        key=lambda m: -np.mean([r["test_error"] for r in recs
+                                                if r["model"] == m]))
+        data = [[r["test_error"] for r in recs if r["model"] == m] for m in models]
+        box = ax.boxplot(data, orientation="horizontal", patch_artist=True,
+                         widths=0.6)
+        for patch, m in zip(box["boxes"], models, strict=True):
+            patch.set_facecolor(colors[m])
+            patch.set_alpha(0.6)
+        ax.set_yticks(range(1, len(models) + 1),
+                      [f"{m} {FLAG}" if (m, ds, nu) in flagged else m
+                       for m in models], fontsize=9)
+        ax.set_xlabel("test error (over seeds)")
+        ax.set_xlim(left=0)
+        ax.set_title(f"{ds}, n_unlabeled={nu}")
+        ax.grid(True, axis="x", alpha=0.3)
+    fig.tight_layout()
     return _save(fig, path)
 
 
@@ -116,7 +195,10 @@ def plot_val_curves(runs, pred_dir, path):
         c = load_npz(Path(pred_dir) / r["predictions"])["curve"]
         if len(c) and r["seed"] == min(x["seed"] for x in runs):
             curves[r["dataset"]].append((r["model"], r["n_unlabeled"], c))
-    fig, axes = _panels(max(1, len(curves)))
+    fig, axes = _plt().subplots(1, max(1, len(curves)),
+                                figsize=(5.2 * max(1, len(curves)), 4.0),
+                                squeeze=False)
+    axes = axes[0]
     for ax, (ds, items) in zip(axes, sorted(curves.items()), strict=False):
         for model, nu, c in items:
             ax.plot(c[:, 2], c[:, 1], ".-", label=f"{model} nu={nu}")
@@ -124,7 +206,7 @@ def plot_val_curves(runs, pred_dir, path):
         ax.set_ylabel("validation loss")
         ax.set_title(ds)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper right")
     if not curves:
         axes[0].text(0.5, 0.5, "no model reported intermediate validation errors",
                      ha="center", va="center")
@@ -132,39 +214,64 @@ def plot_val_curves(runs, pred_dir, path):
     return _save(fig, path)
 
 
+def flagged_cells(summary: dict) -> set[tuple[str, str, int]]:
+    """``(model, dataset, n_unlabeled)`` of the entries evaluate flagged."""
+    return {(m, ds, int(nu[2:])) for m, by_ds in summary.items()
+            for ds, by_nu in by_ds.items() for nu, e in by_nu.items()
+            if e.get("degenerate")}
+
+
 def summary_table(summary: dict) -> str:
     lines = ["# Results", "",
              "Mean +- std over seeds; times in seconds (fit excludes the warm-up, "
-             "which holds numba compilation).", ""]
+             "which holds numba compilation). One table per dataset and number of "
+             f"unlabeled points, best first. {FLAG} marks a *degenerate* model "
+             "(it predicts one class, or its error is at least the majority-class "
+             "error on the test set); the footnotes give the reason.", ""]
     rows = []
     for model, by_ds in summary.items():
         for ds, by_nu in by_ds.items():
             for nu, e in by_nu.items():
                 rows.append((ds, int(nu[2:]), model, e))
+    notes: list[str] = []
     for ds in sorted({r[0] for r in rows}):
-        lines += [f"## {ds}", "",
-                  "| n_unlabeled | model | test error | test AUC | fit time | "
-                  "predict time | seeds |",
-                  "|---:|---|---:|---:|---:|---:|---:|"]
-        sel = sorted((r for r in rows if r[0] == ds),
-                     key=lambda r: (r[1], r[3]["test_error_mean"]))
-        for _, nu, model, e in sel:
-            auc = (f"{e['test_auc_mean']:.4f} +- {e['test_auc_std']:.4f}"
-                   if "test_auc_mean" in e else "n/a")
-            lines.append(
-                f"| {nu} | {model} | {e['test_error_mean']:.4f} +- "
-                f"{e['test_error_std']:.4f} | {auc} | {e['fit_time_s_mean']:.3f} | "
-                f"{e['predict_time_s_mean']:.4f} | {e['n_seeds']} |")
+        lines += [f"## {ds}", ""]
+        for nu in sorted({r[1] for r in rows if r[0] == ds}):
+            lines += [f"### {ds}, n_unlabeled = {nu}", "",
+                      "| model | test error | test AUC | fit time | "
+                      "predict time | seeds |",
+                      "|---|---:|---:|---:|---:|---:|"]
+            sel = sorted((r for r in rows if r[0] == ds and r[1] == nu),
+                         key=lambda r: (r[3].get("degenerate", False),
+                                        r[3]["test_error_mean"]))
+            for _, _, model, e in sel:
+                auc = (f"{e['test_auc_mean']:.4f} +- {e['test_auc_std']:.4f}"
+                       if "test_auc_mean" in e else "n/a")
+                name = model
+                if e.get("degenerate"):
+                    notes.append(f"{model} on {ds} (n_unlabeled = {nu}): "
+                                 f"{e['degenerate_reason']}")
+                    name = f"{model} {FLAG}[^{len(notes)}]"
+                lines.append(
+                    f"| {name} | {e['test_error_mean']:.4f} +- "
+                    f"{e['test_error_std']:.4f} | {auc} | {e['fit_time_s_mean']:.3f} "
+                    f"| {e['predict_time_s_mean']:.4f} | {e['n_seeds']} |")
+            lines.append("")
+    if notes:
+        lines += [f"{FLAG} {len(notes)} degenerate result(s): do not read these "
+                  "rows as the method's accuracy.", ""]
+        lines += [f"[^{i}]: {note}" for i, note in enumerate(notes, 1)]
         lines.append("")
     return "\n".join(lines)
 
 
 def report(per_seed, summary, runs, pred_dir, plots_dir, summary_path) -> list[Path]:
     plots_dir = Path(plots_dir)
+    flagged = flagged_cells(summary)
     paths = [
-        plot_error_vs_time(per_seed, plots_dir / "error_vs_time.png"),
+        plot_error_vs_time(per_seed, plots_dir / "error_vs_time.png", flagged),
         plot_time_vs_unlabeled(per_seed, plots_dir / "time_vs_unlabeled.png"),
-        plot_error_boxplot(per_seed, plots_dir / "error_boxplot.png"),
+        plot_error_boxplot(per_seed, plots_dir / "error_boxplot.png", flagged),
         plot_val_curves(runs, pred_dir, plots_dir / "val_curves.png"),
     ]
     atomic_write_text(summary_path, summary_table(summary))
@@ -174,7 +281,7 @@ def report(per_seed, summary, runs, pred_dir, plots_dir, summary_path) -> list[P
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--per-seed", default="results/evaluate/per_seed.json")
-    ap.add_argument("--metrics", default="metrics/test.json")
+    ap.add_argument("--summary-json", default="results/evaluate/summary.json")
     ap.add_argument("--runs", default="results/train/runs.json")
     ap.add_argument("--predictions", default="results/predictions")
     ap.add_argument("--plots", default="plots")
@@ -182,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--params", default="params.yaml")
     args = ap.parse_args(argv)
     per_seed = json.loads(Path(args.per_seed).read_text())
-    summary = json.loads(Path(args.metrics).read_text())
+    summary = json.loads(Path(args.summary_json).read_text())
     train_out = json.loads(Path(args.runs).read_text())
     paths = report(per_seed, summary, train_out["runs"], args.predictions,
                    args.plots, args.summary)

@@ -12,7 +12,8 @@ from the running mean after each fold, or (validation split) from the
 validation loss the estimators with a ``callback`` report every
 ``tune.callback_every`` iterations.  Each trial is a nested MLflow run.
 
-Writes ``<out>/best_params.json`` and ``metrics/tune.json``.
+Writes ``<out>/best_params.json`` and the best validation loss per model x
+dataset (``--metrics``; ``results/tune/val_loss.json`` in ``dvc.yaml``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,102 @@
+"""Degenerate-model guard, headline metrics and report layout (issue 12)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "pipelines"))
+
+from evaluate import degenerate_reason, headline  # noqa: E402
+from report import report, summary_table  # noqa: E402
+
+MODELS = ["svc", "self_training", "label_spreading", "rff_sgd", "tsgs3vm", "frs3vm",
+          "qsgs2auc", "cccp_tsvm", "ramp_svm"]
+
+
+def test_degenerate_reason():
+    y = np.r_[np.zeros(60, int), np.ones(40, int)]
+    assert "predicts only class 0" in degenerate_reason(y, np.zeros(100, int))
+    # Error 0.40 == the majority-class error 0.40: no better than a constant.
+    worse = np.r_[np.ones(20, int), np.zeros(40, int), np.zeros(20, int),
+                  np.ones(20, int)]
+    assert "majority-class error 0.400" in degenerate_reason(y, worse)
+    good = y.copy()
+    good[:5] = 1
+    assert degenerate_reason(y, good) is None
+
+
+def _fake(rng):
+    cells = [("g50c", 500, MODELS), ("cod-rna", 500, MODELS),
+             ("cod-rna", 2000, MODELS), ("cod-rna", 1500, ["tsgsu"])]
+    per_seed, summary = [], {}
+    for ds, nu, models in cells:
+        for m in models:
+            bad = ds == "g50c" and m == "svc"
+            recs = []
+            for seed in (1, 2):
+                err = 0.5 if bad else float(rng.uniform(0.05, 0.3))
+                r = {"model": m, "dataset": ds, "n_unlabeled": nu, "seed": seed,
+                     "fit_time_s": float(rng.uniform(0.01, 3)), "test_error": err,
+                     "predictions": "none.npz"}
+                if bad:
+                    r["degenerate_reason"] = "predicts only class 0 on 500 test points"
+                recs.append(r)
+            per_seed += recs
+            e = {"n_seeds": 2, "degenerate": bad,
+                 "test_error_mean": float(np.mean([r["test_error"] for r in recs])),
+                 "test_error_std": 0.0, "fit_time_s_mean": 1.0,
+                 "predict_time_s_mean": 0.01}
+            if bad:
+                e["degenerate_reason"] = "seed 1: predicts only class 0"
+            summary.setdefault(m, {}).setdefault(ds, {})[f"nu{nu}"] = e
+    return per_seed, summary
+
+
+def test_headline_is_small_and_skips_flagged_models():
+    per_seed, summary = _fake(np.random.default_rng(0))
+    head = headline(summary)
+    assert set(head) == {"g50c", "cod-rna"}
+    for ds, entry in head.items():
+        assert set(entry) == {"ours", "base", "flagged"}
+    assert head["g50c"]["flagged"] == 1 and head["cod-rna"]["flagged"] == 0
+    base_g50c = [summary[m]["g50c"]["nu500"]["test_error_mean"]
+                 for m in ("self_training", "label_spreading", "rff_sgd")]
+    assert head["g50c"]["base"] == pytest.approx(min(base_g50c), abs=1e-4)
+    # cod-rna's comparison size is the one nine models share, not tsgsu's alone.
+    ours = [summary[m]["cod-rna"]["nu2000"]["test_error_mean"]
+            for m in ("tsgs3vm", "frs3vm", "qsgs2auc", "cccp_tsvm", "ramp_svm")]
+    assert head["cod-rna"]["ours"] == pytest.approx(min(ours), abs=1e-4)
+
+
+def test_summary_has_a_table_per_size_and_flags_with_footnotes():
+    _, summary = _fake(np.random.default_rng(1))
+    md = summary_table(summary)
+    for heading in ("### g50c, n_unlabeled = 500", "### cod-rna, n_unlabeled = 500",
+                    "### cod-rna, n_unlabeled = 1500",
+                    "### cod-rna, n_unlabeled = 2000"):
+        assert heading in md
+    assert "| svc ⚠[^1] |" in md
+    assert "[^1]: svc on g50c (n_unlabeled = 500): seed 1: predicts only class 0" \
+        in md
+    cod = md.split("### cod-rna, n_unlabeled = 2000")[1].split("###")[0]
+    assert all(f"| {m} |" in cod for m in MODELS)
+
+
+def test_plots_show_every_model_at_every_size(tmp_path):
+    import matplotlib.image
+
+    from weakkernels.pipeline.storage import save_npz
+
+    per_seed, summary = _fake(np.random.default_rng(2))
+    save_npz(tmp_path / "pred" / "none.npz", curve=np.zeros((0, 3)))
+    paths = report(per_seed, summary, per_seed, tmp_path / "pred", tmp_path / "plots",
+                   tmp_path / "summary.md")
+    assert [p.name for p in paths] == ["error_vs_time.png", "time_vs_unlabeled.png",
+                                      "error_boxplot.png", "val_curves.png"]
+    h, w = matplotlib.image.imread(paths[0]).shape[:2]
+    assert w > 2 * h  # a panel per size: 3 sizes of cod-rna side by side
