@@ -244,15 +244,40 @@ def kernel_width(rule, X) -> float:
 
 
 def resolve_params(params: dict, ctx: dict) -> dict:
-    """Substitute ``"$sigma"``, ``"$C"``, ``"$prior"``, ``"$paper_cstar"`` (C n_l /
-    n_u of paper 000; ``"$paper_cstar100"`` the same for C = 100), ``"$sqrt_n"``
-    (ceil sqrt of the training size)."""
+    """Substitute the ``"$name"`` values of :func:`context`."""
     out = {}
     for k, v in params.items():
         if isinstance(v, str) and v.startswith("$"):
             v = ctx[v[1:]]
         out[k] = v
     return out
+
+
+def context(proto: dict, info: dict, n_train: int, sigma: float) -> dict:
+    """Values a protocol's parameters may name as ``"$name"``.
+
+    Every C here is on the *sum* of the losses (scikit-learn ``SVC``'s ``C``;
+    ``TSGS3VM``/``FRS3VM``/``CCCPTSVM`` use the same convention):
+
+    * ``C``: the protocol's ``C``; ``sigma``: its kernel width rule's value;
+      ``prior``: the labeled positive fraction (SU: the class prior);
+    * ``sqrt_n``: ``ceil(sqrt(n))`` of the training set (labeled + unlabeled),
+      paper 000 Sec. 6's number of random features;
+    * ``cstar_LU`` = ``C n_l / n_u``: ``U C* = L C``, paper 004's heuristic
+      (Sec. 1.6.1.1): the unlabeled sum weighs as much as the labeled sum;
+    * ``cstar_eq1`` = ``C n_l^2 / n_u^2``: paper 000 Sec. 6's ``C* = C n_l /
+      n_u`` read in its Eq. (1), where ``C`` weighs the labeled *mean* and
+      ``C*`` the unlabeled *mean* (expectation): with ``C_paper = C n_l``,
+      ``C*_paper = C_paper n_l / n_u`` is ``C*_paper / n_u`` on the sum.
+    """
+    C = float(proto.get("C", 1.0))
+    ctx = {"C": C, "sigma": sigma, "prior": info["prior"],
+           "sqrt_n": int(math.ceil(math.sqrt(n_train)))}
+    if "n_labeled" in info:
+        n_l, n_u = info["n_labeled"], max(1, info["n_unlabeled"])
+        ctx["cstar_LU"] = C * n_l / n_u
+        ctx["cstar_eq1"] = C * n_l**2 / n_u**2
+    return ctx
 
 
 # -------------------------------------------------------------------- running
@@ -311,13 +336,8 @@ def run_budgeted(cmd: list[str], env: dict, time_s: float, rss_mb: float):
 def run_cell(proto, ds, n_u, seed, methods, skip, log) -> list[dict]:
     arrays, info = make_split(proto, ds, n_u, seed)
     Xtr = arrays["X_train"]
-    C = float(proto.get("C", 1.0))
-    ctx = {"C": C, "sigma": kernel_width(proto.get("sigma", "median"), Xtr),
-           "prior": info["prior"], "sqrt_n": int(math.ceil(math.sqrt(len(Xtr))))}
-    if proto["task"] in ("ssl", "auc"):
-        ctx["paper_cstar"] = C * info["n_labeled"] / max(1, info["n_unlabeled"])
-        ctx["paper_cstar100"] = 100.0 * info["n_labeled"] / max(
-            1, info["n_unlabeled"])
+    ctx = context(proto, info, Xtr.shape[0],
+                  kernel_width(proto.get("sigma", "median"), Xtr))
     rows = []
     with tempfile.TemporaryDirectory(prefix="wk-bench-") as tmp:
         data = Path(tmp) / "split.npz"

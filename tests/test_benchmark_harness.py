@@ -19,8 +19,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import harness  # noqa: E402
 
-METHODS = {"SVC (labeled)", "LabelSpreading (knn)", "TSGS3VM",
-           "CCCP-TSVM (0.05 s budget)"}
+TSGS = "TSGS3VM (SGD, 40 iterations, batch 32, block 16, C* = C n_l/n_u)"
+CCCP = "CCCP-TSVM (C* = C n_l/n_u, 0.05 s budget)"
+METHODS = {"SVC (labeled)", "LabelSpreading (knn)", TSGS, CCCP}
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +49,7 @@ def test_rows_per_method_and_seed(tiny):
 def test_measurements_finite(tiny):
     _, res = tiny
     ok = [r for r in res["rows"] if r["status"] == "ok"]
-    assert {r["method"] for r in ok} == METHODS - {"CCCP-TSVM (0.05 s budget)"}
+    assert {r["method"] for r in ok} == METHODS - {CCCP}
     for r in ok:
         for k in ("test_error", "fit_s", "fit_cpu_s", "predict_s", "compile_s",
                   "peak_rss_mb", "model_bytes"):
@@ -60,7 +61,7 @@ def test_measurements_finite(tiny):
 
 def test_budget_recorded_not_dropped(tiny):
     _, res = tiny
-    cccp = [r for r in res["rows"] if r["method"] == "CCCP-TSVM (0.05 s budget)"]
+    cccp = [r for r in res["rows"] if r["method"] == CCCP]
     # seed 0 hits the 0.05 s budget; seed 1 is then skipped with the reason
     assert cccp[0]["status"] == "time budget"
     assert cccp[0]["budget_time_s"] == 0.05
@@ -72,7 +73,7 @@ def test_budget_recorded_not_dropped(tiny):
 def test_validation_curve(tiny):
     _, res = tiny
     for r in res["rows"]:
-        if r["method"] == "TSGS3VM":
+        if r["method"] == TSGS:
             its = [c[0] for c in r["curve"]]
             assert its == [10, 20, 30, 40]
             times = [c[1] for c in r["curve"]]
@@ -98,7 +99,7 @@ def test_outputs_and_mlflow(tiny):
     assert len(children) == 8
     budget = [r for r in children if r.data.tags["status"] == "time budget"]
     assert len(budget) == 1
-    tsgs = [r for r in children if r.data.tags["method"] == "TSGS3VM"]
+    tsgs = [r for r in children if r.data.tags["method"] == TSGS]
     hist = client.get_metric_history(tsgs[0].info.run_id, "val_error")
     assert [h.step for h in hist] == [10, 20, 30, 40]
     assert "test_test_error" not in tsgs[0].data.metrics

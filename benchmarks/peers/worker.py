@@ -46,6 +46,8 @@ import numpy as np
 
 OURS_NUMBA = {"tsgs3vm", "frs3vm", "tsgsu", "qsgs2auc", "cccp_tsvm", "cuu"}
 CURVE_METHODS = {"tsgs3vm", "frs3vm", "tsgsu", "qsgs2auc"}
+# S3VMs whose unlabeled weight C_star must be given by the protocol row
+EXPLICIT_CSTAR = {"tsgs3vm", "frs3vm", "cccp_tsvm"}
 
 
 def _rss_mb() -> float:
@@ -103,6 +105,11 @@ def make_estimator(method: str, p: dict, seed: int):
                        random_state=seed),
             SGDClassifier(loss="hinge", alpha=p.get("alpha", 1e-4),
                           max_iter=p.get("max_iter", 50), random_state=seed)))
+    if method in EXPLICIT_CSTAR and "C_star" not in p:
+        # the estimators' defaults differ (CCCPTSVM: C* = C; TSGS3VM/FRS3VM:
+        # C n_l / n_u) and have changed: a row states the C* it runs with
+        raise ValueError(f"{method}: the protocol row must pass C_star "
+                         "explicitly (e.g. $cstar_LU = C n_l / n_u, or $C)")
     if method in ("tsgs3vm", "frs3vm"):
         from weakkernels import FRS3VM, TSGS3VM
 
