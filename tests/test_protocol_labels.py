@@ -1,0 +1,352 @@
+"""Benchmark row labels say what the rows run (issue 13).
+
+Every method row of every protocol in ``benchmarks/protocols/`` whose method is
+one of our S3VM / AUC estimators is checked: each claim its label makes
+("as printed", "default", "C* = C n_l/n_u", "ceil(sqrt n) features in total",
+"1024 features", "L-BFGS", "gamma = 0.001", "lam = 2^-3", ...) must hold for the
+parameters the row passes, and every parameter the row sets away from the
+estimator's default must be named by the label.  The same checks run against
+an older protocol file (must fail) and against a row with its ``C_star``
+removed (must fail).
+
+Also here: the step-size schedules against a hand computation, and the
+documented ``C_star`` defaults after ``fit``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+PROTOCOLS = sorted((ROOT / "benchmarks" / "protocols").glob("*.yaml"))
+sys.path.insert(0, str(ROOT / "benchmarks" / "peers"))
+
+import worker  # noqa: E402
+
+S3VM = {"tsgs3vm", "frs3vm", "cccp_tsvm"}
+CHECKED = S3VM | {"qsgs2auc"}
+# paper 000 Algorithm 1 as printed (Sec. 6): the settings an "as printed" row has
+AS_PRINTED = {"solver": "sgd", "loss": "hinge", "unlabeled_loss": "shg",
+              "balance": "none", "anneal": 0.0, "learning_rate": "fixed",
+              "batch_size": 256, "C_star": "$cstar_eq1"}
+AS_PRINTED_FRS = {"n_passes": 10.0, "n_components": "sqrt"}
+# the C* rules a label may name -> the harness context value it must pass
+CSTAR_RULES = {"C n_l/n_u": "$cstar_LU", "C L/U": "$cstar_LU",
+               "C n_l^2/n_u^2": "$cstar_eq1", "C": "$C"}
+FEATURE_KEY = {"tsgs3vm": "max_features", "frs3vm": "n_components"}
+LBFGS_FEATURES = 1024
+
+
+def _num(text: str) -> float:
+    text = text.strip()
+    m = re.fullmatch(r"2\^(-?\d+)", text)
+    return 2.0 ** int(m.group(1)) if m else float(text)
+
+
+def _defaults(method: str) -> dict:
+    p = {"C_star": None} if method in S3VM else {}
+    return worker.make_estimator(method, p, 0).get_params()
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not (
+            isinstance(a, bool) or isinstance(b, bool)):
+        return math.isclose(float(a), float(b), rel_tol=1e-12)
+    return a == b
+
+
+def label_problems(row: dict) -> list[str]:
+    """What is wrong with ``row``'s label given its parameters (empty: ok)."""
+    method, label = row["method"], row["name"]
+    label = " ".join(label.split())
+    p = dict(row.get("params", {}))
+    out: list[str] = []
+    named: set[str] = set()
+    defaults = _defaults(method)
+
+    def get(k):
+        return p.get(k, defaults.get(k))
+
+    def need(k, want, why):
+        named.add(k)
+        if not _same(get(k), want):
+            out.append(f"{why}: {k}={get(k)!r}, label implies {want!r}")
+
+    # -- C and C*
+    if method in S3VM:
+        m = re.search(r"C\* = ([^,)]+)", label)
+        if "C_star" not in p:
+            out.append("C_star not passed explicitly")
+        if not m:
+            out.append("label does not name C*")
+        else:
+            rule = m.group(1).strip()
+            want = CSTAR_RULES.get(rule)
+            need("C_star", want if want is not None else _num(rule), "C*")
+    m = re.search(r"(?<![\w*])C = ([0-9.e+-]+)", label)
+    if m:
+        need("C", _num(m.group(1)), "C")
+    elif "C" in p:
+        need("C", "$C", "C (the protocol's; a label names any other)")
+    # -- kernel width
+    if re.search(r"sigma = scale", label):
+        need("sigma", "scale", "sigma")
+    elif "sigma" in p:
+        need("sigma", "$sigma", "sigma (the protocol's rule)")
+    # -- configurations
+    printed = "as printed" in label or "paper protocol" in label
+    if printed:
+        if method not in FEATURE_KEY:
+            out.append("'as printed' is defined for TSGS3VM/FRS3VM only")
+        for k, v in AS_PRINTED.items():
+            need(k, v, "as printed")
+        if method == "frs3vm":
+            for k, v in AS_PRINTED_FRS.items():
+                need(k, v, "as printed (FRS3VM)")
+        if not re.search(r"gamma = ", label):
+            out.append("as printed: the label must name the fixed step gamma")
+    if re.search(r"\bdefault\b", label):
+        need("solver", "lbfgs", "default")
+        if method in FEATURE_KEY and get(FEATURE_KEY[method]) not in (
+                None, LBFGS_FEATURES):
+            out.append("default: the feature count is not the default 1024")
+        named.add(FEATURE_KEY.get(method, ""))
+        if method in FEATURE_KEY:
+            need("C_star", "$cstar_LU", "default (the documented C* rule)")
+    if "L-BFGS" in label:
+        need("solver", "lbfgs", "L-BFGS")
+    if re.search(r"\bSGD\b", label):
+        need("solver", "sgd", "SGD")
+    # -- feature counts
+    fk = FEATURE_KEY.get(method)
+    if fk:
+        sqrt = re.search(r"ceil\(sqrt n\) features( in total| per iteration)?",
+                         label)
+        count = re.search(r"\b(\d+) features", label)
+        if sqrt and method == "tsgs3vm":
+            if not sqrt.group(1):
+                out.append("TSGS3VM: say 'in total' or 'per iteration'")
+            elif sqrt.group(1) == " in total":
+                need("max_features", "$sqrt_n", "features in total")
+                need("block_size", "$sqrt_n", "features in total (one block)")
+            else:
+                need("block_size", "$sqrt_n", "features per iteration")
+                need("max_features", None, "features per iteration (no cap)")
+        elif sqrt:
+            named.add(fk)
+            if get(fk) not in ("sqrt", "$sqrt_n"):
+                out.append(f"ceil(sqrt n) features: {fk}={get(fk)!r}")
+        elif count:
+            n = int(count.group(1))
+            named.add(fk)
+            value = get(fk)
+            if value is None and get("solver") == "lbfgs":
+                value = LBFGS_FEATURES
+            if not _same(value, n):
+                out.append(f"{n} features: {fk}={value!r}")
+        elif get("solver") == "lbfgs" or get(fk) is not None:
+            out.append("label does not name the feature count")
+    for k, rx in (("eta0", r"gamma = ([0-9.e+-]+)"), ("lam", r"lam = ([-0-9.e+^]+)"),
+                  ("max_iter", r"\b(\d+) iterations"),
+                  ("n_passes", r"\b(\d+) passes"),
+                  ("batch_size", r"\bbatch (\d+)"),
+                  ("block_size", r"\bblock (\d+)")):
+        m = re.search(rx, label)
+        if m:
+            need(k, _num(m.group(1)), k)
+            if k == "eta0":
+                need("learning_rate", "fixed", "gamma (paper 000's fixed step)")
+    # -- every parameter set away from the default is named
+    free = {"sigma", "C", "C_star"}
+    if method == "qsgs2auc":
+        free |= {"batch_size", "n_passes"}  # the protocol's, same for every row
+    for k, v in p.items():
+        if k in named or k in free:
+            continue
+        if k not in defaults:
+            out.append(f"unknown parameter {k}")
+        elif not _same(v, defaults[k]):
+            out.append(f"{k}={v!r} differs from the default and the label does "
+                       "not name it")
+    return out
+
+
+def _rows(text: str):
+    proto = yaml.safe_load(text)
+    return [m for m in proto.get("methods", []) if m["method"] in CHECKED]
+
+
+@pytest.mark.parametrize("path", PROTOCOLS, ids=lambda p: p.stem)
+def test_protocol_labels_match_params(path):
+    problems = {m["name"]: label_problems(m) for m in _rows(path.read_text())}
+    assert not {k: v for k, v in problems.items() if v}
+
+
+@pytest.mark.parametrize("path", PROTOCOLS, ids=lambda p: p.stem)
+def test_protocol_params_resolve(path):
+    """Every ``$name`` a row uses is one the harness substitutes."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import harness
+
+    proto = harness.load_protocol(path.stem)
+    info = {"prior": 0.5, "n_labeled": 200, "n_unlabeled": 20000}
+    ctx = harness.context(proto, info, 20200, 0.1)
+    for m in proto.get("methods", []):
+        resolved = harness.resolve_params(m.get("params", {}), ctx)
+        assert not any(isinstance(v, str) and v.startswith("$")
+                       for v in resolved.values())
+    assert ctx.get("cstar_LU") is None or math.isclose(
+        ctx["cstar_LU"], float(proto.get("C", 1.0)) * 200 / 20000)
+
+
+def test_old_paper000_protocol_fails():
+    """The protocol before issue 13: 'paper protocol' ran the project's
+    defaults, CCCP-TSVM named no C* -- the check must catch both."""
+    old = subprocess.run(
+        ["git", "show", "6ad07db:benchmarks/protocols/paper000.yaml"],
+        cwd=ROOT, capture_output=True, text=True)
+    if old.returncode:
+        pytest.skip("history not available")
+    problems = {m["name"]: label_problems(m) for m in _rows(old.stdout)}
+    assert problems["TSGS3VM (paper protocol)"]
+    assert any("solver" in s for s in problems["TSGS3VM (paper protocol)"])
+    assert any("C*" in s for s in problems["CCCP-TSVM (ours, exact kernel)"])
+
+
+def test_removing_cstar_fails():
+    path = ROOT / "benchmarks" / "protocols" / "paper004.yaml"
+    (row,) = [m for m in _rows(path.read_text())
+              if m["name"] == "CCCP-TSVM (exact kernel, C* = C n_l/n_u)"]
+    assert label_problems(row) == []
+    row = {**row, "params": {k: v for k, v in row["params"].items()
+                             if k != "C_star"}}
+    assert label_problems(row)
+    with pytest.raises(ValueError, match="C_star"):
+        worker.make_estimator("cccp_tsvm", row["params"], 0)
+
+
+def test_as_printed_claim_needs_settings():
+    row = {"name": "TSGS3VM (as printed, ceil(sqrt n) features per iteration, "
+                   "gamma = 0.001, C* = C n_l^2/n_u^2)", "method": "tsgs3vm",
+           "params": {"C": "$C", "C_star": "$cstar_eq1", "sigma": "$sigma",
+                      "block_size": "$sqrt_n", "max_features": None}}
+    assert any("solver" in s for s in label_problems(row))
+    row["params"].update(solver="sgd", loss="hinge", unlabeled_loss="shg",
+                         balance="none", anneal=0.0, learning_rate="fixed",
+                         eta0=0.001, batch_size=256)
+    assert label_problems(row) == []
+    row["params"]["eta0"] = 0.01  # label says 0.001
+    assert label_problems(row)
+
+
+# ------------------------------------------------------------- step sizes
+def _hand_steps(schedule: str, eta0: float, T: int) -> list[float]:
+    """The schedules written out from their definitions, term by term."""
+    out = []
+    for t in range(T):
+        if schedule == "constant":  # paper 000 Theorem 1: theta / T^(3/4)
+            out.append(eta0 / math.sqrt(math.sqrt(T)) ** 3)
+        elif schedule == "decay":  # eta0 / (eta0 + t)
+            out.append(1.0 / (1.0 + t / eta0))
+        else:  # "fixed": paper 000 Sec. 6's gamma = 1 / eta
+            out.append(eta0)
+    return out
+
+
+@pytest.mark.parametrize("schedule", ["constant", "decay", "fixed"])
+@pytest.mark.parametrize("eta0,T", [(1.0, 16), (0.001, 81), (4.0, 10)])
+def test_step_size_against_hand_computation(schedule, eta0, T):
+    from weakkernels._dsg import SCHEDULES, step_size
+
+    got = [step_size(SCHEDULES[schedule], eta0, t, T) for t in range(T)]
+    np.testing.assert_allclose(got, _hand_steps(schedule, eta0, T), rtol=1e-12)
+
+
+def test_step_size_known_values():
+    """A few values worked out by hand: 1 / 16^(3/4) = 1/8; 2 / (2 + 3) = 0.4;
+    paper 000's eta = 1000 gives gamma = 0.001 at every step."""
+    from weakkernels._dsg import SCHEDULES, step_size
+
+    assert step_size(SCHEDULES["constant"], 1.0, 5, 16) == pytest.approx(0.125)
+    assert step_size(SCHEDULES["decay"], 2.0, 3, 100) == pytest.approx(0.4)
+    assert step_size(SCHEDULES["decay"], 2.0, 0, 100) == pytest.approx(1.0)
+    assert step_size(SCHEDULES["fixed"], 1 / 1000, 77, 100) == 0.001
+
+
+def test_fixed_step_reaches_sgd_loop():
+    """learning_rate="fixed" with eta0 = 1/eta: every SGD step uses gamma."""
+    from weakkernels import TSGS3VM, _dsg
+
+    seen = []
+    orig = _dsg.step_size
+
+    def spy(schedule, eta0, t, T):
+        seen.append(orig(schedule, eta0, t, T))
+        return seen[-1]
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3))
+    y = np.where(X[:, 0] > 0, 1, 0)
+    y[20:] = -1
+    mp = pytest.MonkeyPatch()
+    import weakkernels.tsgs3vm as mod
+
+    mp.setattr(mod, "step_size", spy)
+    try:
+        TSGS3VM(solver="sgd", learning_rate="fixed", eta0=0.01, max_iter=7,
+                batch_size=16, random_state=0).fit(X, y)
+    finally:
+        mp.undo()
+    assert seen[-7:] == [0.01] * 7
+
+
+# ----------------------------------------------------- documented C* defaults
+def _semi(n_l=30, n_u=170, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_l + n_u, 4))
+    y = (X[:, 0] + 0.3 * X[:, 1] > 0).astype(int)
+    y[n_l:] = -1
+    return X, y
+
+
+@pytest.mark.parametrize("cls_name,solver", [("TSGS3VM", "lbfgs"),
+                                             ("TSGS3VM", "sgd"),
+                                             ("FRS3VM", "lbfgs")])
+@pytest.mark.parametrize("C", [1.0, 10.0])
+def test_default_cstar_is_C_nl_over_nu(cls_name, solver, C):
+    import weakkernels
+
+    X, y = _semi()
+    est = getattr(weakkernels, cls_name)(C=C, solver=solver, max_iter=5,
+                                          random_state=0, **(
+        {"max_features": 64} if cls_name == "TSGS3VM" else {"n_components": 64}))
+    est.fit(X, y)
+    assert est.C_star_ == pytest.approx(C * 30 / 170, rel=1e-12)
+    est.set_params(C_star=0.25).fit(X, y)
+    assert est.C_star_ == 0.25
+
+
+def test_feature_count_readings():
+    """The two readings of paper 000's ceil(sqrt n): a total budget
+    (max_features) and a per-iteration block (block_size, no cap)."""
+    from weakkernels import FRS3VM, TSGS3VM
+
+    X, y = _semi()
+    q = math.ceil(math.sqrt(len(X)))  # 15
+    common = dict(solver="sgd", max_iter=6, batch_size=16, random_state=0)
+    total = TSGS3VM(block_size=q, max_features=q, **common).fit(X, y)
+    assert total.n_features_model_ == q
+    per_iter = TSGS3VM(block_size=q, max_features=None, **common).fit(X, y)
+    assert per_iter.n_features_model_ == 6 * q
+    frs = FRS3VM(n_components="sqrt", **common).fit(X, y)
+    assert frs.n_features_model_ == q
+    default = TSGS3VM(max_iter=5, random_state=0).fit(X, y)
+    assert default.n_features_model_ == 1024
