@@ -96,28 +96,35 @@ def split(X, y, seed: int, n_u: int, n_test: int = N_TEST, n_val: int = 0):
 
 
 SIGMAS = (0.125, 0.5, 2.0, 8.0)
+# Paper 003 Sec. 6 searches lam over 2^-3 ... 2^3 (ends and middle here), with
+# the step theta / t at theta lam = 1.5 (its Theorem's theta lam in (1, 2)).
+PAPER_LAMS = (2.0**-3, 1.0, 2.0**3)
+LAMS = (1e-3, 1e-2, 1e-1, 1.0, 2.0**-3, 2.0**3)
 GRIDS = {
     "QSG-S2AUC": [
         dict(sigma=s, lam=lam, eta0=e, gamma=g)
         for s, lam, e, g in itertools.product(
             SIGMAS, (1e-4, 1e-2), (25.0, 100.0), (0.2, 0.5, 0.8)
         )
+    ] + [
+        dict(sigma=s, lam=lam, eta0=1.5 / lam, t0=0.0, gamma=g)
+        for s, lam, g in itertools.product(SIGMAS, PAPER_LAMS, (0.2, 0.5, 0.8))
     ],
     "PNU-AUC": [
         dict(sigma=s, lam=lam, eta=eta)
         for s, lam, eta in itertools.product(
-            SIGMAS, (1e-3, 1e-2, 1e-1, 1.0), (-0.5, 0.0, 0.5)
+            SIGMAS, LAMS, (-0.5, 0.0, 0.5)
         )
     ],
     "Exact-S2AUC": [
         dict(sigma=s, lam=lam, gamma=g)
         for s, lam, g in itertools.product(
-            SIGMAS, (1e-3, 1e-2, 1e-1, 1.0), (0.2, 0.5, 0.8)
+            SIGMAS, LAMS, (0.2, 0.5, 0.8)
         )
     ],
     "Sup-AUC": [
         dict(sigma=s, lam=lam)
-        for s, lam in itertools.product(SIGMAS, (1e-3, 1e-2, 1e-1, 1.0))
+        for s, lam in itertools.product(SIGMAS, LAMS)
     ],
 }
 
