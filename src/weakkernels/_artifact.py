@@ -13,13 +13,29 @@ a file is O(number of features) floats. Exact-kernel models store their support
 vectors. Every ZIP entry carries a fixed timestamp and the members are written in
 sorted order, so fitting twice with one seed gives byte-identical files.
 Loading never unpickles: arrays are read with ``allow_pickle=False``.
+
+Files may come from untrusted places, so :func:`loads` reads sizes and shapes
+before data and checks them against each other (as skops.io does): the member
+count, every member's uncompressed size and their total are bounded before
+anything is inflated (``max_bytes``; a zip bomb is refused from its header, and
+reading stops at the bound should the header lie); member names, compression
+methods, ``.npy`` headers (dtype, shape, byte count) and ``meta.json``'s
+structure are validated; after the estimator restores its state, the fitted
+attributes that compiled code reads (coefficients, intercepts, support vectors,
+the random-feature spec) are checked for shape, dtype, finiteness and agreement
+with ``n_features_in_`` and ``classes_``. Anything unexpected raises
+:class:`ModelFormatError` naming the member. Feature names seen in ``fit``
+(``feature_names_in_``) are stored and restored, so prediction checks them as
+scikit-learn does.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import math
 import os
+import re
 import tempfile
 import zipfile
 from collections.abc import Mapping
@@ -33,6 +49,24 @@ FORMAT_VERSION = 1
 _FIXED_DATE = (1980, 1, 1, 0, 0, 0)
 
 _REGISTRY: dict[str, type] = {}
+
+# Bounds on what a model file may make the loader allocate. A model stores
+# O(features) floats (random features) or its support vectors (exact kernels);
+# 2 GiB is ~268 M float64 values, far beyond the models this library fits on
+# one machine, and callers with larger models pass ``max_bytes``.
+MAX_BYTES = 2**31
+MAX_META_BYTES = 16 * 2**20  # meta.json holds parameters and scalar state
+MAX_MEMBERS = 4096
+_READ_CHUNK = 2**20
+_MEMBER_NAME = re.compile(r"[A-Za-z0-9_]{1,128}\.npy")
+# dtype kinds an array member may have: bool, integers, floats, unicode text
+# (string class labels). Never object, bytes, structured or datetime.
+_ARRAY_KINDS = "biufU"
+# Poly kernels loop ``degree`` times per kernel value and random Maclaurin
+# features draw ``degree x d x block`` weights per block; a tampered degree must
+# not make predict run for hours or allocate terabytes.
+MAX_DEGREE = 10_000
+MAX_BLOCK_ELEMS = 2**28
 
 
 class ModelFormatError(ValueError):
@@ -105,24 +139,64 @@ def dumps(meta: dict, arrays: dict[str, np.ndarray]) -> bytes:
     return buf.getvalue()
 
 
-def loads(payload: bytes) -> tuple[dict, dict[str, np.ndarray]]:
-    """Parse model-file bytes into ``(meta, arrays)``; raise ModelFormatError."""
-    try:
-        zf = zipfile.ZipFile(io.BytesIO(payload))
-        names = zf.namelist()
-        if "meta.json" not in names:
-            raise ModelFormatError("not a weakkernels model file: no meta.json")
-        meta = json.loads(zf.read("meta.json").decode("utf-8"))
-        arrays = {}
-        for name in names:
-            if name.endswith(".npy"):
-                arrays[name[:-4]] = np.lib.format.read_array(
-                    io.BytesIO(zf.read(name)), allow_pickle=False
-                )
-    except ModelFormatError:
-        raise
-    except (zipfile.BadZipFile, ValueError, KeyError, EOFError, OSError) as exc:
-        raise ModelFormatError(f"corrupt or truncated model file: {exc}") from exc
+def _corrupt(member: str | None, why: str) -> ModelFormatError:
+    where = f"member {member!r}: " if member else ""
+    return ModelFormatError(f"corrupt or truncated model file: {where}{why}")
+
+
+def _read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """Inflate one member, never past the size its header announced."""
+    chunks, total = [], 0
+    with zf.open(info) as fh:
+        while True:
+            chunk = fh.read(_READ_CHUNK)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > info.file_size:
+                raise _corrupt(info.filename, "more data than its header announces")
+            chunks.append(chunk)
+    if total != info.file_size:
+        raise _corrupt(info.filename, "fewer bytes than its header announces")
+    return b"".join(chunks)
+
+
+def _parse_npy(name: str, raw: bytes) -> np.ndarray:
+    """A ``.npy`` member, its header checked against its byte count first."""
+    fh = io.BytesIO(raw)
+    version = np.lib.format.read_magic(fh)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+    elif version in ((2, 0), (3, 0)):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+    else:
+        raise _corrupt(name, f".npy format version {version} is not supported")
+    if dtype.hasobject:
+        raise _corrupt(name, "object arrays cannot be loaded (that would unpickle)")
+    if dtype.kind not in _ARRAY_KINDS or dtype.fields is not None or dtype.subdtype:
+        raise _corrupt(name, f"dtype {dtype.str} is not allowed in a model file")
+    if any(not isinstance(n, int) or n < 0 for n in shape) or len(shape) > 4:
+        raise _corrupt(name, f"invalid shape {shape}")
+    offset = fh.tell()
+    expected = math.prod(shape) * dtype.itemsize
+    if expected != len(raw) - offset:
+        raise _corrupt(
+            name,
+            f"header announces shape {shape} of {dtype.str} ({expected} bytes) "
+            f"but the member holds {len(raw) - offset} bytes",
+        )
+    order = "F" if fortran else "C"
+    arr = np.frombuffer(raw, dtype=dtype, offset=offset, count=math.prod(shape))
+    arr = arr.reshape(shape, order=order)
+    # A writable, native-byte-order, C-ordered copy: what read_array returned
+    # before, so the compiled kernels see the array types they were compiled
+    # (and cached) for; frombuffer alone would be read-only.
+    return np.array(arr, dtype=dtype.newbyteorder("="), order="C", copy=True)
+
+
+def _check_meta(meta: Any) -> dict:
+    if not isinstance(meta, dict):
+        raise _corrupt("meta.json", "not a JSON object")
     if meta.get("format") != FORMAT_NAME:
         raise ModelFormatError("not a weakkernels model file (format field)")
     if meta.get("format_version") != FORMAT_VERSION:
@@ -130,6 +204,66 @@ def loads(payload: bytes) -> tuple[dict, dict[str, np.ndarray]]:
             f"model file format_version {meta.get('format_version')!r} is not "
             f"supported by this library (expects {FORMAT_VERSION})"
         )
+    for key, kind in (("estimator", str), ("params", dict), ("state", dict)):
+        if key in meta and not isinstance(meta[key], kind):
+            raise _corrupt("meta.json", f"{key!r} must be a JSON {kind.__name__}")
+    names = meta.get("feature_names_in")
+    if names is not None and not (
+        isinstance(names, list) and all(isinstance(n, str) for n in names)
+    ):
+        raise _corrupt("meta.json", "'feature_names_in' must be a list of strings")
+    return meta
+
+
+def loads(payload: bytes, *, max_bytes: int = MAX_BYTES
+          ) -> tuple[dict, dict[str, np.ndarray]]:
+    """Parse model-file bytes into ``(meta, arrays)``; raise ModelFormatError.
+
+    ``max_bytes`` bounds every member's and the total uncompressed size; it is
+    checked against the ZIP headers before anything is inflated.
+    """
+    member = None
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(payload))
+        infos = zf.infolist()
+        if len(infos) > MAX_MEMBERS:
+            raise _corrupt(None, f"{len(infos)} members (at most {MAX_MEMBERS})")
+        seen, total = set(), 0
+        for info in infos:
+            member = info.filename
+            if member in seen:
+                raise _corrupt(member, "duplicate member")
+            seen.add(member)
+            if member != "meta.json" and not _MEMBER_NAME.fullmatch(member):
+                raise _corrupt(member, "unexpected member name")
+            if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+                raise _corrupt(member, f"compression method {info.compress_type}")
+            limit = MAX_META_BYTES if member == "meta.json" else max_bytes
+            total += info.file_size
+            if info.file_size > limit or total > max_bytes:
+                raise _corrupt(
+                    member,
+                    f"uncompressed size {info.file_size} bytes (total {total}) "
+                    f"exceeds the limit of {limit} per member and {max_bytes} in "
+                    "all (a zip bomb?); pass max_bytes to load a larger model",
+                )
+        member = None
+        if "meta.json" not in seen:
+            raise ModelFormatError("not a weakkernels model file: no meta.json")
+        member = "meta.json"
+        meta = json.loads(_read_member(zf, zf.getinfo(member)).decode("utf-8"))
+        meta = _check_meta(meta)
+        arrays = {}
+        for info in infos:
+            member = info.filename
+            if member.endswith(".npy"):
+                arrays[member[:-4]] = _parse_npy(member, _read_member(zf, info))
+    except ModelFormatError:
+        raise
+    except RecursionError as exc:
+        raise _corrupt(member, "JSON nested too deeply") from exc
+    except Exception as exc:  # untrusted bytes: one error type for any failure
+        raise _corrupt(member, f"{type(exc).__name__}: {exc}") from exc
     return meta, arrays
 
 
@@ -137,10 +271,14 @@ def save_bytes(path: str | os.PathLike, payload: bytes) -> None:
     _atomic_write_bytes(Path(path), payload)
 
 
-def load(path: str | os.PathLike):
+def load(path: str | os.PathLike, *, max_bytes: int = MAX_BYTES):
     """Load any weakkernels estimator saved with ``est.save(path)``."""
-    payload = Path(path).read_bytes()
-    meta, arrays = loads(payload)
+    return load_bytes(Path(path).read_bytes(), max_bytes=max_bytes)
+
+
+def load_bytes(payload: bytes, *, max_bytes: int = MAX_BYTES):
+    """Load any weakkernels estimator from the bytes of a model file."""
+    meta, arrays = loads(payload, max_bytes=max_bytes)
     name = meta.get("estimator")
     if name not in _REGISTRY:
         # Estimator modules register themselves on import; weakkernels imports
@@ -180,6 +318,9 @@ class ArtifactMixin:
             "params": params,
             "state": meta,
         }
+        names = getattr(self, "feature_names_in_", None)
+        if names is not None:  # fitted on a DataFrame with string column names
+            meta["feature_names_in"] = [str(n) for n in names]
         return dumps(meta, arrays)
 
     def save(self, path: str | os.PathLike) -> None:
@@ -187,8 +328,8 @@ class ArtifactMixin:
         save_bytes(path, self.to_bytes())
 
     @classmethod
-    def from_bytes(cls, payload: bytes):
-        meta, arrays = loads(payload)
+    def from_bytes(cls, payload: bytes, *, max_bytes: int = MAX_BYTES):
+        meta, arrays = loads(payload, max_bytes=max_bytes)
         if meta.get("estimator") != cls.__name__:
             raise ModelFormatError(
                 f"file holds a {meta.get('estimator')!r}, not a {cls.__name__}"
@@ -196,15 +337,202 @@ class ArtifactMixin:
         return cls._from_artifact(meta, arrays)
 
     @classmethod
-    def load(cls, path: str | os.PathLike):
+    def load(cls, path: str | os.PathLike, *, max_bytes: int = MAX_BYTES):
         """Read a model written by :meth:`save` (no pickle involved)."""
-        return cls.from_bytes(Path(path).read_bytes())
+        return cls.from_bytes(Path(path).read_bytes(), max_bytes=max_bytes)
 
     @classmethod
     def _from_artifact(cls, meta: dict, arrays: dict):
+        if "params" not in meta or "state" not in meta:
+            raise ModelFormatError(
+                "model file is missing state: meta.json needs 'params' and 'state'"
+            )
         try:
             est = cls(**meta["params"])
+        except TypeError as exc:
+            raise _corrupt("meta.json", f"params: {exc}") from exc
+        try:
+            est._validate_params()
+            _check_params(meta["params"])
+        except Exception as exc:
+            raise _corrupt("meta.json", f"params: {exc}") from exc
+        _check_spec(meta["state"])
+        try:
             est._set_artifact_state(meta["state"], arrays)
-        except (KeyError, TypeError) as exc:
+        except ModelFormatError:
+            raise
+        except KeyError as exc:
             raise ModelFormatError(f"model file is missing state: {exc}") from exc
+        except Exception as exc:  # a value of the wrong type or range
+            raise _corrupt(
+                "meta.json or an .npy member",
+                f"state rejected by {cls.__name__}: {type(exc).__name__}: {exc}",
+            ) from exc
+        check_loaded_state(est)
+        names = meta.get("feature_names_in")
+        if names is not None:
+            if len(names) != est.n_features_in_:
+                raise _corrupt(
+                    "meta.json",
+                    f"{len(names)} feature names for n_features_in="
+                    f"{est.n_features_in_}",
+                )
+            est.feature_names_in_ = np.asarray(names, dtype=object)
         return est
+
+
+# ----------------------------------------------------------------------------
+# checks of a loaded model, generic over the estimators
+# ----------------------------------------------------------------------------
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_real(v) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _check_params(params: dict) -> None:
+    degree = params.get("degree")
+    if degree is not None and (not _is_int(degree) or degree > MAX_DEGREE):
+        raise ValueError(f"degree={degree!r} (at most {MAX_DEGREE})")
+
+
+def _check_spec(state: dict) -> None:
+    """The random-feature spec in ``meta.json``, before FeatureSpec sees it."""
+    if "spec" not in state:
+        return
+    spec = state["spec"]
+
+    def bad(why):
+        return _corrupt("meta.json", f"state.spec: {why}")
+
+    if not isinstance(spec, dict):
+        raise bad("not a JSON object")
+    types = {"kernel": str, "dtype": str}
+    for key in ("degree", "n_features_in", "block_size", "seed"):
+        types[key] = "int"
+    for key in ("sigma", "coef0"):
+        types[key] = "real"
+    for key, kind in types.items():
+        v = spec.get(key)
+        ok = (
+            _is_int(v) if kind == "int"
+            else _is_real(v) if kind == "real"
+            else isinstance(v, kind)
+        )
+        if not ok:
+            raise bad(f"{key}={v!r} is missing or of the wrong type")
+    if spec["dtype"] not in ("float32", "float64"):
+        raise bad(f"dtype={spec['dtype']!r}")
+    if not (1 <= spec["degree"] <= MAX_DEGREE):
+        raise bad(f"degree={spec['degree']} outside [1, {MAX_DEGREE}]")
+    if spec["n_features_in"] < 1 or spec["block_size"] < 1:
+        raise bad("n_features_in and block_size must be >= 1")
+    if not (0 <= spec["seed"] < 2**63):
+        raise bad(f"seed={spec['seed']} outside [0, 2**63)")
+    if spec["sigma"] <= 0:
+        raise bad(f"sigma={spec['sigma']} must be > 0")
+    per_block = spec["n_features_in"] * spec["block_size"]
+    if spec["kernel"] == "poly":
+        per_block *= spec["degree"]
+    if per_block > MAX_BLOCK_ELEMS:
+        raise bad(f"one feature block would hold {per_block} weights")
+
+
+def _float_array(est, attr: str, member: str, ndim: tuple[int, ...]):
+    arr = getattr(est, attr)
+    if 0 in ndim and isinstance(arr, float | np.floating):
+        arr = np.asarray(arr)  # a scalar intercept_ (a float in meta.json)
+    if (
+        not isinstance(arr, np.ndarray)
+        or arr.dtype.kind != "f"
+        or arr.ndim not in ndim
+        or not np.all(np.isfinite(arr))
+    ):
+        raise _corrupt(
+            member,
+            f"{attr} must be a finite float array of {' or '.join(map(str, ndim))} "
+            "dimension(s)",
+        )
+    return arr
+
+
+def check_loaded_state(est) -> None:
+    """Check the fitted attributes compiled code will read, against each other.
+
+    Generic over the estimators (each restores its own state in
+    ``_set_artifact_state``): whatever of ``n_features_in_``, ``classes_``,
+    ``spec_``/``n_blocks_``/``coef_`` (random features), ``support_vectors_``/
+    ``dual_coef_`` (exact kernels), ``X_fit_``/``coef_`` (exact AUC) and
+    ``intercept_`` the estimator has must agree, be finite and have the
+    dtypes the kernels take. Raises ModelFormatError naming the member.
+    """
+    d = getattr(est, "n_features_in_", None)
+    if not _is_int(d) or not 1 <= d <= 2**31:
+        raise _corrupt("meta.json", f"n_features_in={d!r}")
+    classes = getattr(est, "classes_", None)
+    if classes is not None:
+        if (
+            not isinstance(classes, np.ndarray)
+            or classes.ndim != 1
+            or classes.size < 2
+            or np.unique(classes).size != classes.size
+        ):
+            raise _corrupt("classes.npy", "classes_ must hold >= 2 distinct labels")
+    n_out = None  # decision columns, from the coefficients
+    spec = getattr(est, "spec_", None)
+    if spec is not None:
+        if spec.d != d:
+            raise _corrupt(
+                "meta.json",
+                f"state.spec.n_features_in={spec.d} but n_features_in={d}",
+            )
+        n_blocks = getattr(est, "n_blocks_", None)
+        coef = _float_array(est, "coef_", "coef.npy", (2,))
+        if not _is_int(n_blocks) or n_blocks < 1 or (
+            coef.shape[1] != n_blocks * spec.block_size
+        ):
+            raise _corrupt(
+                "coef.npy",
+                f"coef_ shape {coef.shape} does not match n_blocks={n_blocks} x "
+                f"block_size={spec.block_size}",
+            )
+        n_out = coef.shape[0]
+    sv = getattr(est, "support_vectors_", None)
+    if sv is not None:
+        sv = _float_array(est, "support_vectors_", "support_vectors.npy", (2,))
+        coef = _float_array(est, "dual_coef_", "dual_coef.npy", (2,))
+        if sv.shape[1] != d or coef.shape[1] != sv.shape[0]:
+            raise _corrupt(
+                "support_vectors.npy",
+                f"support_vectors_ {sv.shape} / dual_coef_ {coef.shape} do not "
+                f"match n_features_in={d}",
+            )
+        n_out = coef.shape[0]
+    X_fit = getattr(est, "X_fit_", None)
+    if X_fit is not None:
+        X_fit = _float_array(est, "X_fit_", "X_fit.npy", (2,))
+        coef = _float_array(est, "coef_", "coef.npy", (1,))
+        if X_fit.shape[1] != d or coef.shape != (X_fit.shape[0],):
+            raise _corrupt(
+                "X_fit.npy",
+                f"X_fit_ {X_fit.shape} / coef_ {coef.shape} do not match "
+                f"n_features_in={d}",
+            )
+    if getattr(est, "intercept_", None) is not None:
+        b = _float_array(est, "intercept_", "intercept.npy", (0, 1))
+        if n_out is not None and b.size not in (1, n_out):
+            raise _corrupt(
+                "intercept.npy", f"{b.size} intercepts for {n_out} decision columns"
+            )
+    if classes is not None and n_out is not None:
+        expected = 1 if classes.size == 2 else classes.size
+        if n_out != expected:
+            raise _corrupt(
+                "classes.npy",
+                f"{classes.size} classes need {expected} decision column(s); the "
+                f"coefficients have {n_out}",
+            )
