@@ -19,11 +19,15 @@ up to a within-class spread term: ``R_PU + R_NU = R_PN + 1 + 2 pi Var_+(f) +
 implement Eq. (8) as printed; ``prior`` is used only to place the decision
 threshold (see :class:`QSGS2AUC`).
 
-Every iteration samples a positive, a negative and an unlabeled minibatch and a
-fresh block of random features -- the four sources of randomness of Eq. (13) --
-and applies the update Eq. (14)-(16) (Algorithm 1) with step ``eta_t = theta/t``
-(Lemma 2; an optional offset ``t0`` gives ``theta/(t + t0)``); prediction
-regenerates the features from their seeds (Algorithm 2).
+With ``solver="sgd"`` every iteration samples a positive, a negative and an
+unlabeled minibatch and a fresh block of random features -- the four sources of
+randomness of Eq. (13) -- and applies the update Eq. (14)-(16) (Algorithm 1)
+with step ``eta_t = theta/t`` (Lemma 2; an optional offset ``t0`` gives
+``theta/(t + t0)``). The default ``solver="lbfgs"`` minimizes the same Eq. (9)
+-- a convex quadratic in the weights of a fixed expansion of the same seeded
+features -- by L-BFGS. Both run the shared loop
+:func:`weakkernels._dsg.fit_expansion`; prediction regenerates the features
+from their seeds (Algorithm 2).
 
 Baselines for the benchmark harness (exact kernel, O(n^3), not exported from
 ``weakkernels``): :class:`PNUAUC` (Sakai, Niu, Sugiyama 2018, square loss),
@@ -48,8 +52,16 @@ from sklearn.utils.validation import check_is_fitted
 from weakkernels._artifact import ArtifactMixin, register
 from weakkernels._calibration import fit_platt, platt_proba
 from weakkernels._dsg import (
+    LBFGS_FEATURES,
+    LBFGS_MAX_ITER,
+    SOLVERS,
     FunctionalModel,
+    Problem,
     expansion_state,
+    feature_layout,
+    fit_expansion,
+    resolve_sigma,
+    seeded_sample,
     set_expansion_state,
 )
 from weakkernels._validation import (
@@ -245,25 +257,41 @@ class _AUCRankerMixin:
 # ------------------------------------------------------------- QSG-S2AUC ---
 @register
 class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
-    """Semi-supervised AUC maximization by quadruply stochastic gradients.
+    """Semi-supervised AUC maximization on seeded random features (paper 003).
 
     Minimizes paper 003 Eq. (9): the PNU AUC risk Eq. (8) with the square
-    pairwise loss plus ``lam / 2 ||f||_H^2``. Iteration ``t`` (Algorithm 1)
-    samples ``batch_size`` positives, negatives and unlabeled points (with
-    replacement; fewer when a set is smaller) and a fresh block of
-    ``block_size`` random features generated from ``(seed, t)``, forms the
-    quadruply stochastic functional gradient Eq. (13) over all P-N, P-U and U-N
-    pairs of the minibatches, and applies Eq. (14)-(16)::
+    pairwise loss plus ``lam / 2 ||f||_H^2``, over an expansion of random
+    features generated from ``(seed, block)``; prediction regenerates the
+    features from their seeds (Algorithm 2). Both solvers run the one
+    training loop of the random-feature estimators,
+    :func:`weakkernels._dsg.fit_expansion`:
 
-        f_{t+1} = (1 - eta_t lam) f_t - eta_t zeta_t,   eta_t = eta0 / (t + t0).
+    * ``solver="sgd"`` is Algorithm 1: iteration ``t`` samples
+      ``batch_size`` positives, negatives and unlabeled points (with
+      replacement; fewer when a set is smaller) and a fresh block of
+      ``block_size`` random features, forms the quadruply stochastic
+      functional gradient Eq. (13) over all P-N, P-U and U-N pairs of the
+      minibatches, and applies Eq. (14)-(16)::
 
-    (``FunctionalModel.step`` shrinks by ``1 - g`` and adds ``-g G``; we pass
-    ``g = eta_t lam`` and ``G = zeta_t / lam``.) With ``batch_size=1``,
-    ``block_size=1`` and ``t0=0`` this is the printed algorithm with one
-    triplet per step (our feature is ``sqrt(2) cos(w'x + b)`` rather than
-    the paper's ``[cos, sin]`` pair Eq. (10); both are unbiased for k).
-    The minibatch estimate over all pairs stays unbiased because the P, N and
-    U minibatches are drawn independently.
+          f_{t+1} = (1 - eta_t lam) f_t - eta_t zeta_t,   eta_t = eta0 / (t + t0).
+
+      With ``batch_size=1``, ``block_size=1`` and ``t0=0`` this is the
+      printed algorithm with one triplet per step (our feature is
+      ``sqrt(2) cos(w'x + b)`` rather than the paper's ``[cos, sin]`` pair
+      Eq. (10); both are unbiased for k), i.e. ``QSGS2AUC(solver="sgd",
+      batch_size=1, block_size=1, t0=0, eta0=theta, lam=lam)``. The minibatch
+      estimate over all pairs stays unbiased because the P, N and U
+      minibatches are drawn independently.
+    * ``solver="lbfgs"`` (default) minimizes the same Eq. (9) over the fixed
+      expansion of the first ``max_features`` of the same seeded features,
+      in its primal, by L-BFGS (each of P, N, U capped at a seeded sample of
+      8192 rows; the all-pairs means are computed in O(n) by
+      :func:`pnu_auc_risk`). With the square pairwise loss Eq. (8) is a
+      convex quadratic in ``f``, so the primal is a convex quadratic of the
+      weights: L-BFGS solves exactly the problem the stochastic steps
+      approximate, whose ``theta / t`` schedule with the paper's ``lam``
+      stops short of it (0.014-0.045 AUC below the exact baselines in
+      BENCHMARKS.md).
 
     Unlabeled samples are marked ``y == -1`` in ``fit(X, y)``; exactly two
     labeled classes are required, ``classes_[1]`` is the positive class.
@@ -280,44 +308,62 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         it by the labeled class fraction (unbiased when labels are missing at
         random; a warning is issued when its standard error exceeds 0.05).
     lam : float > 0, default=1e-4
-        RKHS regularization ``lambda`` of Eq. (9).
+        RKHS regularization ``lambda`` of Eq. (9). Kept at 1e-4 for
+        ``solver="lbfgs"`` by measurement on cod-rna (paper 003 protocol:
+        200 labels, n_u = 4800, seeds 0-2, ``sigma=0.125, gamma=0.8`` picked
+        on a pilot split): test AUC 0.9749 / 0.9761 / 0.9724 / 0.9389 at
+        lam = 1e-5 / 1e-4 / 1e-3 / 1e-2, against 0.9722 for ExactS2AUC and
+        0.9684 for PNUAUC at their selected points. With very few labels and
+        a flexible kernel the exact minimizer overfits (as ExactS2AUC does):
+        raise lam there.
     kernel : {"rbf", "laplacian", "poly"}, default="rbf"
-    sigma : float, default=1.0
-        Kernel width, ``exp(-sigma ||x - x'||^2)`` (paper 003 Sec. 6.1).
+    sigma : float or "scale", default=1.0
+        Kernel width, ``exp(-sigma ||x - x'||^2)`` (paper 003 Sec. 6.1);
+        ``"scale"`` is ``1 / (d Var X)`` over the training rows, as
+        ``SVC(gamma="scale")``. The value used is ``sigma_``.
     degree, coef0 : polynomial kernel ``(sigma <x, x'> + coef0) ** degree``.
+    solver : {"lbfgs", "sgd"}, default="lbfgs"
+        See above.
+    tol : float, default=1e-5
+        ``solver="lbfgs"``: stop when the largest gradient entry falls below
+        ``tol`` times its value at ``f = 0``.
     batch_size : int, default=256
-        Size of each of the P, N and U minibatches.
+        ``solver="sgd"``: size of each of the P, N and U minibatches.
     block_size : int, default=32
-        Random features drawn per iteration (the fourth source of randomness).
+        Random features per block (``solver="sgd"``: drawn per iteration, the
+        fourth source of randomness).
     n_passes : float, default=1.0
-        Iterations ``T = ceil(n_passes * n_u / batch_size)`` (one pass over the
-        unlabeled data); at least ``min_iter``.
+        ``solver="sgd"``: iterations ``T = ceil(n_passes * n_u / batch_size)``
+        (one pass over the unlabeled data); at least ``min_iter``.
     min_iter : int, default=300
-        Lower bound on ``T`` so that small unlabeled sets still get enough
-        steps for the ``theta / t`` schedule.
+        ``solver="sgd"``: lower bound on ``T`` so that small unlabeled sets
+        still get enough steps for the ``theta / t`` schedule.
     max_iter : int or None, default=None
-        Overrides ``n_passes``/``min_iter`` when given.
+        ``solver="sgd"``: overrides ``n_passes``/``min_iter`` when given;
+        ``solver="lbfgs"``: L-BFGS iterations at most (None: 500).
     eta0 : float, default=100.0
-        ``theta`` of the step ``eta_t = theta / (t + t0)``; the first step is
-        ``eta0 / (1 + t0)`` (about 2 by default). ``eta0 * lam / (1 + t0)``
-        must be at most 2, else ``1 - eta_t lam`` falls below -1 and the update
-        amplifies ``f``. Paper 003's Theorem 1 asks for ``theta lam in (1, 2)``;
-        with the small default ``lam`` this is not met and the method behaves
-        as ``1/t`` SGD with early stopping (better AUC in our runs, see
-        BENCHMARKS.md).
+        ``solver="sgd"``: ``theta`` of the step ``eta_t = theta / (t + t0)``;
+        the first step is ``eta0 / (1 + t0)`` (about 2 by default).
+        ``eta0 * lam / (1 + t0)`` must be at most 2, else ``1 - eta_t lam``
+        falls below -1 and the update amplifies ``f``. Paper 003's Theorem 1
+        asks for ``theta lam in (1, 2)``; with a small ``lam`` this is not
+        met and the method behaves as ``1/t`` SGD with early stopping.
     t0 : float, default=50.0
-        Step offset. ``t0=0`` is paper 003's ``theta / t`` exactly; with it
-        and a large ``theta`` the first steps overshoot (cod-rna, 300 steps:
-        AUC 0.94 at best with ``t0=0`` vs 0.97 with ``t0=50``).
+        ``solver="sgd"``: step offset. ``t0=0`` is paper 003's ``theta / t``
+        exactly; with it and a large ``theta`` the first steps overshoot
+        (cod-rna, 300 steps: AUC 0.94 at best with ``t0=0`` vs 0.97 with
+        ``t0=50``).
     max_features : int or None, default=None
-        Feature budget: once reached no block is added and steps update the
-        existing blocks cyclically (not in the paper; bounds the cost per step).
+        Feature budget. ``solver="lbfgs"``: the expansion's size (None:
+        1024). ``solver="sgd"``: once reached no block is added and steps
+        update the existing blocks cyclically (None: unbounded, as the paper).
     dtype : {"float32", "float64"}, default="float32"
     random_state : int, RandomState instance or None
-        Seeds the minibatch stream and the feature blocks.
+        Seeds the minibatch stream, the row samples and the feature blocks.
     callback : callable or None
-        ``callback(estimator, n_iter)`` every ``callback_every`` iterations
-        with the estimator usable for ``decision_function``/``score``.
+        ``callback(estimator, n_iter)`` every ``callback_every`` SGD
+        iterations, or once after the L-BFGS solve, with the estimator usable
+        for ``decision_function``/``score``.
     callback_every : int, default=10
 
     Attributes
@@ -327,7 +373,11 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
     spec_ : FeatureSpec, the seeds and layout that regenerate the features.
     threshold_ : float, the ``(1 - prior_)`` quantile of ``f`` on unlabeled data.
     prior_ : float, the prior used for the threshold.
-    n_blocks_, n_iter_, seed_, platt_, fit_time_curve_
+    sigma_ : float, the kernel width used.
+    n_iter_ : SGD steps or L-BFGS iterations.
+    objective_curve_ : the minibatch risk Eq. (8) of each SGD step, or the
+        final objective Eq. (9) of the L-BFGS solve.
+    n_blocks_, seed_, platt_, fit_time_curve_
     """
 
     _parameter_constraints = {
@@ -335,9 +385,11 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         "prior": [Interval(Real, 0, 1, closed="neither"), None],
         "lam": [Interval(Real, 0, None, closed="neither")],
         "kernel": [StrOptions(set(RANDOM_FEATURE_KERNELS))],
-        "sigma": [Interval(Real, 0, None, closed="neither")],
+        "sigma": [Interval(Real, 0, None, closed="neither"), StrOptions({"scale"})],
         "degree": [Interval(Integral, 1, None, closed="left")],
         "coef0": [Interval(Real, 0, None, closed="left")],
+        "solver": [StrOptions(set(SOLVERS))],
+        "tol": [Interval(Real, 0, None, closed="neither")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "block_size": [Interval(Integral, 1, None, closed="left")],
         "n_passes": [Interval(Real, 0, None, closed="neither")],
@@ -362,6 +414,8 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         sigma=1.0,
         degree=2,
         coef0=1.0,
+        solver="lbfgs",
+        tol=1e-5,
         batch_size=256,
         block_size=32,
         n_passes=1.0,
@@ -382,6 +436,8 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         self.sigma = sigma
         self.degree = degree
         self.coef0 = coef0
+        self.solver = solver
+        self.tol = tol
         self.batch_size = batch_size
         self.block_size = block_size
         self.n_passes = n_passes
@@ -397,7 +453,7 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
-        """Fit on positive, negative and unlabeled samples (Algorithm 1).
+        """Fit on positive, negative and unlabeled samples.
 
         Parameters
         ----------
@@ -412,7 +468,8 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         )
         self.classes_ = classes
         pos, neg = self._split_classes(y, labeled, classes)
-        if self.eta0 * self.lam / (1.0 + self.t0) > 2.0:
+        sgd = self.solver == "sgd"
+        if sgd and self.eta0 * self.lam / (1.0 + self.t0) > 2.0:
             raise ValueError(
                 f"eta0 * lam / (1 + t0) = "
                 f"{self.eta0 * self.lam / (1.0 + self.t0):g} > 2: the shrink "
@@ -420,76 +477,73 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
                 "amplify f. Lower eta0 or lam, or raise t0."
             )
         dtype = np.dtype(self.dtype)
-        XP = np.ascontiguousarray(X[pos], dtype=dtype)
-        XN = np.ascontiguousarray(X[neg], dtype=dtype)
-        XU = np.ascontiguousarray(X[~labeled], dtype=dtype)
-        n_p, n_n, n_u = XP.shape[0], XN.shape[0], XU.shape[0]
+        # Rows are gathered from X by index (no copy of the sets).
+        idx_p, idx_n = np.flatnonzero(pos), np.flatnonzero(neg)
+        idx_u = np.flatnonzero(~labeled)
+        n_p, n_n, n_u = idx_p.size, idx_n.size, idx_u.size
         self.prior_ = self._resolve_prior(n_p, n_n)
+        self.sigma_ = resolve_sigma(self.sigma, X)
 
         seed = seed_from_random_state(self.random_state)
         self.seed_ = seed
         B = int(self.block_size)
-        if self.max_features is None:
-            max_blocks = 2**62
-        elif self.max_features < B:
-            raise ValueError(
-                f"max_features={self.max_features} is smaller than one block "
-                f"(block_size={B})."
-            )
-        else:
-            max_blocks = int(self.max_features) // B
+        max_blocks = feature_layout(
+            self.max_features, B, None if sgd else LBFGS_FEATURES
+        )
         spec = FeatureSpec(
-            self.kernel, self.sigma, self.degree, self.coef0, X.shape[1], B, seed,
+            self.kernel, self.sigma_, self.degree, self.coef0, X.shape[1], B, seed,
             dtype,
         )
-        model = FunctionalModel(spec, 1, max_blocks)
-        if self.max_iter is not None:
+        if not sgd:
+            T = int(self.max_iter or LBFGS_MAX_ITER)
+        elif self.max_iter is not None:
             T = int(self.max_iter)
         else:
             T = max(int(self.min_iter),
                     math.ceil(self.n_passes * n_u / self.batch_size))
-        # Minibatches come from their own stream (Philox keyed by the seed),
-        # independent of the counter-based feature blocks.
-        rng = np.random.Generator(np.random.Philox(key=seed))
-        m_p, m_n, m_u = (min(self.batch_size, k) for k in (n_p, n_n, n_u))
         # Fixed unlabeled sample for the threshold (identical at every callback).
-        n_thr = min(n_u, _THRESHOLD_SAMPLE)
-        thr_idx = np.sort(
-            np.random.Generator(np.random.Philox(key=seed + 1)).choice(
-                n_u, size=n_thr, replace=False
-            )
+        XU_thr = np.ascontiguousarray(
+            X[idx_u[seeded_sample(n_u, _THRESHOLD_SAMPLE, seed)]], dtype=dtype
         )
-        XU_thr = XU[thr_idx]
-        gamma, lam, eta0 = float(self.gamma), float(self.lam), float(self.eta0)
-        t0 = float(self.t0)
-        self.n_iter_ = 0
+        gamma, eta0, t0 = float(self.gamma), float(self.eta0), float(self.t0)
+
+        def loss(fs, idx, sizes, w):
+            """Eq. (8) and its per-point derivatives (the weights of Eq. 13):
+            all-pairs means, so a minibatch's value is already unbiased. The
+            convex loss has no annealed part: ``w`` is unused."""
+            fP, fN, fU = (f[:, 0] for f in fs)
+            gP, gN, gU = pnu_auc_risk_grad(fP, fN, fU, gamma)
+            value = pnu_auc_risk(fP, fN, fU, gamma)
+            return value, [gP[:, None], gN[:, None], gU[:, None]]
+
+        # The pairwise loss sees only differences of scores: no intercept.
+        problem = Problem(
+            [(X, idx_p), (X, idx_n), (X, idx_u)], 1, loss, lam=float(self.lam),
+        )
         self.fit_time_curve_ = []
         t_start = time.perf_counter()
-        with blas_single_thread():
-            for t in range(T):
-                ip = rng.integers(0, n_p, size=m_p)
-                in_ = rng.integers(0, n_n, size=m_n)
-                iu = rng.integers(0, n_u, size=m_u)
-                Xb = np.concatenate([XP[ip], XN[in_], XU[iu]])
-                fb = model.evaluate(Xb)[:, 0]
-                check_divergence(fb, "eta0 (step size)")
-                gP, gN, gU = pnu_auc_risk_grad(
-                    fb[:m_p], fb[m_p : m_p + m_n], fb[m_p + m_n :], gamma
-                )
-                eta = step_theta(eta0, t + 1, t0)
-                # Eq. (15)-(16) through the shared step f <- (1-g) f - g G phi:
-                # g = eta lam is the shrink, G = zeta / lam the loss weights.
-                G = np.concatenate([gP, gN, gU])[:, None] / lam
-                model.step(Xb, G, eta * lam, t)
-                self.n_iter_ = t + 1
-                if self.callback is not None and (t + 1) % self.callback_every == 0:
-                    self._set_model_state(model, XU_thr)
-                    self.fit_time_curve_.append(
-                        (t + 1, time.perf_counter() - t_start)
-                    )
-                    self.callback(self, t + 1)
+
+        def monitor(n_iter, model, b):
+            self.n_iter_ = n_iter
+            if self.callback is None:
+                return
             self._set_model_state(model, XU_thr)
-        model.release()
+            self.fit_time_curve_.append((n_iter, time.perf_counter() - t_start))
+            self.callback(self, n_iter)
+
+        self.n_iter_ = 0
+        result = fit_expansion(
+            problem, spec, solver=self.solver, max_blocks=max_blocks, n_iter=T,
+            batch_size=self.batch_size,
+            step=lambda t, T: step_theta(eta0, t + 1, t0),
+            tol=float(self.tol), seed=seed, monitor=monitor,
+            monitor_every=self.callback_every,
+        )
+        self.n_iter_ = result.n_iter
+        self.objective_curve_ = result.objective_curve
+        with blas_single_thread():
+            self._set_model_state(result.model, XU_thr)
+        result.model.release()
         XL = X[labeled]
         self._fit_platt(XL, (y[labeled] == classes[1]).astype(float))
         return self
