@@ -424,7 +424,7 @@ _SHARED_PARAMS_DOC = """C : float, default=1.0
         weight: the labeled points first place the boundary that the
         non-convex unlabeled loss then refines. ``solver="sgd"``: linearly over
         this fraction of the steps; ``solver="lbfgs"``: any value > 0 solves
-        the C*-fractions 0, .01, .03, .1, .3, 1 in turn, warm-started.
+        the C*-fractions 0, .1, 1 in turn, each from the previous solution.
     dtype : {"float32", "float64"}, default="float32"
         Compute precision of the features.
     random_state : int, RandomState instance or None
