@@ -264,14 +264,16 @@ def estimator_cases(name: str) -> list[Case]:
                 "smaller than one block")
     if name == "TSGS3VM":
         add("eta0_flip", "constant step eta0/T^(3/4) >= 1",
-            _fit(name, X, y, learning_rate="constant", eta0=1e5), ValueError,
+            _fit(name, X, y, solver="sgd", learning_rate="constant", eta0=1e5),
+            ValueError,
             "Lower eta0")
     if name == "TSGSU":
         add("eta0_flip", "eta0 * lam >= 1 (first step zeroes the model)",
-            _fit(name, X, y, eta0=1e5), ValueError, "Lower eta0")
+            _fit(name, X, y, solver="sgd", eta0=1e5), ValueError, "Lower eta0")
     if name == "QSGS2AUC":
         add("eta0_flip", "eta0 = 1e5 with lam = 1e-3 (shrink factor below -1)",
-            _fit(name, X, y, eta0=1e5, lam=1e-3), (ValueError, FloatingPointError),
+            _fit(name, X, y, solver="sgd", eta0=1e5, lam=1e-3),
+            (ValueError, FloatingPointError),
             "Lower eta0|reduce eta0")
 
     # prediction
