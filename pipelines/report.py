@@ -52,10 +52,18 @@ def _plt():
     return plt
 
 
+_MARKERS = "osD^vP<>Xph*"
+
+
 def _colors(models) -> dict[str, tuple]:
     """One fixed colour per model name (sorted), the same in every plot."""
-    cmap = _plt().get_cmap("tab10" if len(models) <= 10 else "tab20")
+    cmap = _plt().get_cmap("tab10")
     return {m: cmap(i % cmap.N) for i, m in enumerate(sorted(models))}
+
+
+def _markers(models) -> dict[str, str]:
+    """One marker per model: with more than ten models colours repeat."""
+    return {m: _MARKERS[i % len(_MARKERS)] for i, m in enumerate(sorted(models))}
 
 
 def _cells(per_seed) -> dict[str, dict[int, list[dict]]]:
@@ -84,13 +92,16 @@ def _grid(cells, width=5.0, height=3.8):
     return fig, panels
 
 
-def _log_axis(axis) -> None:
-    """Log scale labelled at 1, 2, 5 x 10^k as plain numbers (matplotlib's
-    default minor labels overlap on short ranges; decades alone leave a short
-    range unlabelled)."""
+def _log_axis(axis, lo: float, hi: float) -> None:
+    """Log scale labelled as plain numbers at 1, 2, 5 x 10^k over short ranges
+    (up to two decades) and at powers of ten otherwise, so labels never overlap
+    (matplotlib's default labels its minor ticks on short ranges, and they do)."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    decades = np.log10(max(hi, 1e-300) / max(lo, 1e-300))
+    subs = (1.0, 2.0, 5.0) if decades <= 2 else (1.0,)
+    axis.set_major_locator(LogLocator(base=10, subs=subs,
+                                      numticks=12 if decades <= 6 else 6))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())
 
@@ -98,7 +109,8 @@ def _log_axis(axis) -> None:
 def _legend(fig, colors, extra=()):
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([], [], color=c, marker="o", linestyle="", label=m)
+    markers = _markers(colors)
+    handles = [Line2D([], [], color=c, marker=markers[m], linestyle="", label=m)
                for m, c in colors.items()] + list(extra)
     fig.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5),
                fontsize=9, frameon=False)
@@ -109,6 +121,7 @@ def plot_error_vs_time(per_seed, path, flagged=frozenset()):
 
     cells = _cells(per_seed)
     colors = _colors({r["model"] for r in per_seed})
+    markers = _markers(colors)
     fig, panels = _grid(cells)
     for ax, ds, nu, recs in panels:
         for model in sorted({r["model"] for r in recs}):
@@ -117,10 +130,11 @@ def plot_error_vs_time(per_seed, path, flagged=frozenset()):
             e = [r["test_error"] for r in sel]
             bad = (model, ds, nu) in flagged
             ax.errorbar(np.mean(t), np.mean(e), xerr=np.std(t), yerr=np.std(e),
-                        fmt="x" if bad else "o", ms=8 if bad else 6, capsize=3,
-                        color=colors[model])
+                        fmt="x" if bad else markers[model], ms=9 if bad else 6,
+                        capsize=3, color=colors[model])
         ax.set_xscale("log")
-        _log_axis(ax.xaxis)
+        times = [r["fit_time_s"] for r in recs if r["fit_time_s"] > 0]
+        _log_axis(ax.xaxis, min(times, default=1.0), max(times, default=1.0))
         ax.set_xlabel("training time [s] (log)")
         ax.set_ylabel("test error")
         ax.set_ylim(bottom=0)
@@ -137,6 +151,7 @@ def plot_time_vs_unlabeled(per_seed, path):
     plt = _plt()
     cells = _cells(per_seed)
     colors = _colors({r["model"] for r in per_seed})
+    markers = _markers(colors)
     fig, axes = plt.subplots(1, len(cells), figsize=(5.2 * len(cells), 4.0),
                              squeeze=False)
     for ax, (ds, by_nu) in zip(axes[0], cells.items(), strict=True):
@@ -147,11 +162,14 @@ def plot_time_vs_unlabeled(per_seed, path):
                 if r["model"] == model:
                     pts[r["n_unlabeled"]].append(r["fit_time_s"])
             xs = sorted(pts)
-            ax.plot(xs, [np.mean(pts[x]) for x in xs], "o-", color=colors[model])
+            ax.plot(xs, [np.mean(pts[x]) for x in xs], "-", marker=markers[model],
+                    color=colors[model])
         ax.set_xscale("log")
         ax.set_yscale("log")
-        _log_axis(ax.xaxis)
-        _log_axis(ax.yaxis)
+        sizes = [r["n_unlabeled"] for r in recs]
+        times = [r["fit_time_s"] for r in recs if r["fit_time_s"] > 0]
+        _log_axis(ax.xaxis, min(sizes), max(sizes))
+        _log_axis(ax.yaxis, min(times, default=1.0), max(times, default=1.0))
         ax.set_xlabel("number of unlabeled points (log)")
         ax.set_ylabel("training time [s] (log)")
         ax.set_title(ds)

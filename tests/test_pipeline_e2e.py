@@ -79,7 +79,8 @@ def project(tmp_path_factory):
     _run([sys.executable, "-m", "dvc", "init", "-q"], tmp, env)
     _run([sys.executable, "-m", "dvc", "config", "core.analytics", "false"], tmp, env)
     proc = _run([sys.executable, "-m", "dvc", "repro"], tmp, env)
-    return {"root": tmp, "params": params, "env": env, "log": proc.stdout}
+    return {"root": tmp, "params": params, "env": env, "log": proc.stdout,
+            "stderr": proc.stderr}
 
 
 def test_metrics_files_hold_sane_values(project):
@@ -107,6 +108,17 @@ def test_metrics_files_hold_sane_values(project):
     for r in per_seed:
         if "reload_max_abs_diff" in r:
             assert r["reload_max_abs_diff"] <= 1e-6
+
+
+def test_repro_is_quiet(project):
+    """Warnings are fixed at their cause, not filtered: a whole `dvc repro` of
+    every model prints only a handful of warning lines (issue 12: < 100 for the
+    default configuration; this one is smaller)."""
+    import re
+
+    lines = [ln for ln in project["stderr"].splitlines()
+             if re.search(r"Warning\b|warnings\.warn|WARNING", ln)]
+    assert len(lines) < 20, "\n".join(lines)
 
 
 def test_headline_metrics_fit_a_terminal(project):
@@ -233,6 +245,30 @@ def test_mlflow_run_benchmark_entry_point(project):
     children = [r for r in runs if r.data.tags.get("level") == "seed"]
     assert len(children) == 1
     assert children[0].data.metrics["test_error"] == pytest.approx(err)
+
+
+def test_mlflow_run_main_logs_a_non_empty_run(project):
+    """``mlflow run . -e main``: dvc repro (a no-op here), then the project run
+    records provenance, headline metrics and the report; artifacts stay under
+    mlartifacts/ when the experiment was created by the pipeline first."""
+    import mlflow
+
+    root, env = project["root"], dict(project["env"])
+    env["MLFLOW_TRACKING_URI"] = f"sqlite:///{root}/mlflow.db"
+    _run([sys.executable, "-m", "weakkernels.pipeline.tracking", "wk-main"], root,
+         env)
+    _run([sys.executable, "-m", "mlflow", "run", ".", "-e", "main",
+          "--env-manager", "local", "--experiment-name", "wk-main"], root, env)
+    mlflow.set_tracking_uri(env["MLFLOW_TRACKING_URI"])
+    exp = mlflow.get_experiment_by_name("wk-main")
+    assert exp.artifact_location == (root / "mlartifacts" / "wk-main").as_uri()
+    (run,) = mlflow.search_runs([exp.experiment_id], output_format="list")
+    assert run.data.tags["pipeline.stage"] == "repro"
+    assert any(k.startswith("test_error.") for k in run.data.metrics)
+    default = mlflow.get_experiment_by_name("Default")
+    assert default is None or not mlflow.search_runs([default.experiment_id],
+                                                     output_format="list")
+    assert not (root / "mlruns").exists()
 
 
 def test_exp_run_with_fewer_trials_changes_the_result(project):

@@ -196,3 +196,27 @@ def log_pyfunc(model_file: str | os.PathLike, X_example: np.ndarray, name="model
                 input_example=example,
                 pip_requirements=reqs,
             )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m weakkernels.pipeline.tracking NAME...``: create experiments in
+    the pipeline's store with their artifacts under ``<repo>/mlartifacts/NAME``.
+
+    ``mlflow run --experiment-name NAME`` creates a missing experiment itself,
+    with MLflow's default artifact root (``./mlruns``); creating it here first
+    keeps the artifacts of every entry point under ``mlartifacts/``.
+    """
+    import argparse
+
+    ap = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
+    ap.add_argument("names", nargs="+")
+    ap.add_argument("--root", default=".")
+    args = ap.parse_args(argv)
+    for name in args.names:
+        exp_id = setup_mlflow(name, args.root)
+        print(f"{name}: experiment {exp_id} in {tracking_uri(args.root)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
