@@ -91,10 +91,10 @@ def test_sigkilled_tune_resumes_and_leaves_no_run_running(tmp_path):
     from optuna.trial import TrialState
 
     _toy(tmp_path)
-    cfg = {"n_trials": 4, "n_startup_trials": 10, "sampler_seed": 7,
-           "split_seed": 0, "callback_every": 2,
-           "storage": f"sqlite:///{tmp_path}/optuna.db",
-           "pruner": {"n_startup_trials": 2}, "fail_stale_running": True}
+    # cv_folds=0: one SVC fit per trial, so the third fit is trial 2.
+    cfg = tune_cfg(n_trials=4, n_startup_trials=10, sampler_seed=7, split_seed=0,
+                   storage=f"sqlite:///{tmp_path}/optuna.db", cv_folds=0,
+                   fail_stale_running=True)
     proc = _child(tmp_path, cfg, die=True)
     assert proc.returncode == -9, proc.stderr[-2000:]  # really SIGKILLed
 

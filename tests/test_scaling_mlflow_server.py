@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from _pipeline import tune_cfg
 from weakkernels.pipeline.splits import ssl_split
 from weakkernels.pipeline.storage import save_npz
 
@@ -73,9 +74,8 @@ def test_pipeline_logs_to_tracking_server(tmp_path):
     from mlflow.tracking import MlflowClient
 
     X = _toy(tmp_path)
-    cfg = {"n_trials": N_TRIALS, "n_startup_trials": 10, "sampler_seed": 1,
-           "split_seed": 0, "callback_every": 2,
-           "storage": f"sqlite:///{tmp_path}/optuna.db"}
+    cfg = tune_cfg(n_trials=N_TRIALS, n_startup_trials=10, sampler_seed=1,
+                   split_seed=0, storage=f"sqlite:///{tmp_path}/optuna.db")
     with mlflow_server(workdir=tmp_path) as uri:
         assert uri.startswith("http://127.0.0.1:")
         code = CHILD.format(pipelines=str(ROOT / "pipelines"), root=str(tmp_path),

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from weakkernels.pipeline.storage import canonical_hash
+from weakkernels.pipeline.storage import atomic_write_text, canonical_hash
 
 __all__ = [
     "log_pyfunc",
@@ -174,7 +174,8 @@ def log_pyfunc(model_file: str | os.PathLike, X_example: np.ndarray, name="model
             lo, span = (np.asarray(a, dtype=np.float64) for a in scaler)
             X_example = X_example * span + lo  # back to raw feature values
             path = Path(tmp) / "scaler.json"
-            path.write_text(json.dumps({"lo": lo.tolist(), "span": span.tolist()}))
+            atomic_write_text(path, json.dumps({"lo": lo.tolist(),
+                                                "span": span.tolist()}))
             artifacts["scaler"] = str(path)
         example = pd.DataFrame(X_example, columns=cols)
         signature = ModelSignature(
