@@ -41,6 +41,8 @@ def tiny_models():
                    random_state=0).fit(X, y_semi),
         wk.TSGS3VM(kernel="poly", degree=2, max_iter=5, batch_size=4, block_size=4,
                    max_features=8, random_state=0).fit(X, y_semi),
+        wk.QSGS2AUC(max_iter=5, batch_size=4, block_size=4, max_features=8,
+                    random_state=0).fit(X, y_semi),
     ]
     return X, models
 

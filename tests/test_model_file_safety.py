@@ -231,7 +231,7 @@ def test_swapped_arrays_are_refused_naming_the_member():
 
 
 def test_fuzzed_model_files_raise_only_model_format_error():
-    """>= 2000 byte flips, truncations and member edits of tiny model files, in
+    """>= 2000 byte flips, truncations and member edits of five tiny model files, in
     a subprocess: no crash, no exception but ModelFormatError, and whatever
     loads also predicts."""
     proc = subprocess.run(

@@ -522,6 +522,22 @@ def check_loaded_state(est) -> None:
                 f"X_fit_ {X_fit.shape} / coef_ {coef.shape} do not match "
                 f"n_features_in={d}",
             )
+    centers = getattr(est, "centers_", None)
+    if centers is not None:  # kernel-basis models (SUSL, ...)
+        centers = _float_array(est, "centers_", "centers.npy", (2,))
+        alpha = _float_array(est, "alpha_", "alpha.npy", (1,))
+        if centers.shape[1] != d or alpha.shape != (centers.shape[0],):
+            raise _corrupt(
+                "centers.npy",
+                f"centers_ {centers.shape} / alpha_ {alpha.shape} do not match "
+                f"n_features_in={d}",
+            )
+    for attr in ("platt_", "probA_", "probB_", "calibration_"):
+        value = getattr(est, attr, None)
+        if isinstance(value, np.ndarray) and not (
+            value.dtype.kind == "f" and np.all(np.isfinite(value))
+        ):
+            raise _corrupt(f"{attr[:-1]}.npy", f"{attr} must be finite floats")
     if getattr(est, "intercept_", None) is not None:
         b = _float_array(est, "intercept_", "intercept.npy", (0, 1))
         if n_out is not None and b.size not in (1, n_out):
