@@ -65,6 +65,16 @@ _PREDICT_ROWS = 1 << 16
 _INV_2PI_F = np.float32(1.0 / _TWO_PI)
 _2PI_HI_F = np.float32(6.28125)
 _2PI_LO_F = np.float32(_TWO_PI - 6.28125)
+_PI_F = np.float32(math.pi)
+
+# Largest phase scale ``||omega|| * ||x||`` the float32 path accepts. The float32
+# phase ``omega.x + b`` is only known to its ulp (2^-7 rad at 2^16), and the
+# GEMM's rounding error grows with ``sum_k |omega_k x_k| <= ||omega|| ||x||``;
+# the range reduction of _fast_cos adds ~2.8e-8 |x| (1.8e-3 rad at 2^16). Beyond,
+# cos(phase) is noise: TSGS3VM on X * 1e8 with sigma = 1 returned |f| ~ 1e34
+# (the reduction left |r| >> pi) and accuracy 0.51.
+FLOAT32_PHASE_LIMIT = float(2**16)
+_PHASE_SAMPLE = 256
 
 
 @njit(inline="always")
@@ -153,9 +163,23 @@ def _fast_cos(x):
     Reduce ``x`` to ``r`` in [-pi, pi], then ``cos r = 1 - 2 sin^2(r/2)`` with a
     degree-11 odd Taylor polynomial for ``sin`` on [-pi/2, pi/2] (error < 1e-7,
     far below the Monte-Carlo error of any random-feature expansion).
+
+    Range reduction error: the callers' fastmath ``reassoc`` lets LLVM fold
+    the two Cody-Waite steps into one product by ``float32(2 pi)``, so ``r``
+    is off by ~2.8e-8 ``|x|`` (measured against ``np.cos`` in float64,
+    ``tests/test_random_features_range.py``): 1.8e-3 rad at the accepted
+    limit ``FLOAT32_PHASE_LIMIT``, below the float32 ulp of ``x`` there
+    (7.8e-3), so the phase itself, not the reduction, bounds the accuracy.
+    An exact reduction in float64 cost 60 % of the cosine pass at 4096
+    features. Inputs beyond the limit are refused by
+    :meth:`FeatureSpec.check_phase_range`; ``r`` is still clamped to
+    [-pi, pi], so a stray large phase (a Cauchy frequency of the Laplacian
+    kernel) gives a bounded value, never the polynomial far outside its range
+    (which returned up to ~1e34).
     """
     k = np.floor(x * _INV_2PI_F + np.float32(0.5))
     r = (x - k * _2PI_HI_F) - k * _2PI_LO_F
+    r = min(max(r, -_PI_F), _PI_F)
     h = r * np.float32(0.5)
     h2 = h * h
     p = np.float32(-2.5052108385441720e-08)
@@ -326,10 +350,50 @@ class FeatureSpec:
             return math.sqrt(2.0 / self.block_size)
         return math.sqrt(1.0 / self.block_size)
 
+    def check_phase_range(self, X: np.ndarray, W: np.ndarray) -> None:
+        """Refuse float32 Fourier features whose phases float32 cannot hold.
+
+        The phase of feature ``j`` at ``x`` is ``omega_j . x + b_j``; its
+        float32 error grows with ``||omega_j|| ||x||``. Refuses (ValueError
+        naming the scale of X and sigma) when the *median* over the features
+        of ``||omega_j||``, times ``max_i ||x_i||``, exceeds
+        ``FLOAT32_PHASE_LIMIT``: then most features are noise. The median, not
+        the maximum, because the Laplacian kernel's Cauchy frequencies always
+        include a few huge ones; those few lose accuracy gracefully (the
+        cosine's reduction clamps). Costs one pass over ``X`` (n d) and over
+        at most 256 columns of ``W``, against the GEMM's n d F.
+        """
+        if self.dtype != np.float32 or not self.is_fourier or X.size == 0:
+            return
+        if W.shape[1] == 0:
+            return
+        # float32 sums (an overflow to inf is a refusal, as it should be). The
+        # (upper) median over the first _PHASE_SAMPLE features only: every block
+        # draws its frequencies from one distribution, and the full d x F pass
+        # cost 14 % of the GEMM in training (float64 einsum, 12 800 features).
+        # np.partition, not np.median: with np.median the check took 6.3 % of
+        # a d = 8 training run (benchmarks/throughput.py shapes), now ~1-3 %.
+        Ws = W[:, :_PHASE_SAMPLE]
+        w2 = np.einsum("ij,ij->j", Ws, Ws)
+        half = w2.size // 2
+        w_norm = math.sqrt(float(np.partition(w2, half)[half]))
+        x_norm = math.sqrt(float(np.einsum("ij,ij->i", X, X).max()))
+        scale = x_norm * w_norm
+        if not scale <= FLOAT32_PHASE_LIMIT:
+            raise ValueError(
+                f"X has rows of norm up to {x_norm:.3g} and sigma={self.sigma:.3g} "
+                f"gives random frequencies of norm ~{w_norm:.3g}: the feature "
+                f"phases omega.x reach ~{scale:.3g}, beyond {FLOAT32_PHASE_LIMIT:g} "
+                "where float32 (dtype='float32') computes them accurately. Scale "
+                "the features (e.g. min-max to [0, 1]), lower sigma, or use "
+                "dtype='float64'."
+            )
+
     def features(self, X: np.ndarray, W, second) -> np.ndarray:
         """The feature map of the given (concatenated) blocks at ``X``."""
         X = np.ascontiguousarray(X, dtype=self.dtype)
         if self.is_fourier:
+            self.check_phase_range(X, W)
             Z = X @ W
             par = _parallel_worth_it(Z.size)
             _KERNELS[self.dtype][2 + par](Z, second, self.dtype.type(self.norm))
@@ -350,6 +414,7 @@ class FeatureSpec:
             Phi = self.features(X, W, second)
             out += scale * (Phi.astype(np.float64) @ coefT.T.astype(np.float64))
             return
+        self.check_phase_range(X, W)
         n, F = X.shape[0], W.shape[1]
         rows = max(1, min(n, _GEMM_ELEMS // max(F, 1)))
         if buf is None or buf.size < rows * F:
