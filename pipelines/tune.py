@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -95,11 +96,35 @@ def run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
 
     ``budget``: the study's total ``n_trials``, shared by every worker on the
     same storage (:func:`claim_trial` refuses a trial beyond it)."""
+    if budget is not None:
+        claim_trial(trial, budget)
+    # Warnings of a trial's fits (a degenerate model for a bad configuration, a
+    # solver that did not converge) describe that trial: they are stored with it
+    # (Optuna user attribute and MLflow tag ``warnings``) and summarised once per
+    # study by _run_study, instead of one stderr line per trial.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            return _run_trial(trial, model, X, y, split, n_unlabeled, fixed=fixed,
+                              overrides=overrides, callback_every=callback_every,
+                              seed=seed, log_mlflow=log_mlflow, cv_folds=cv_folds)
+        finally:
+            seen = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
+            if seen:
+                trial.set_user_attr("warnings", [m[:300] for m in seen[:5]])
+                run_id = trial.user_attrs.get("mlflow_run_id")
+                if log_mlflow and run_id:
+                    from mlflow import MlflowClient
+
+                    MlflowClient().set_tag(run_id, "warnings",
+                                           " | ".join(seen)[:5000])
+
+
+def _run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
+               callback_every, seed, log_mlflow, cv_folds) -> float:
     import mlflow
     import optuna
 
-    if budget is not None:
-        claim_trial(trial, budget)
     spec = MODELS[model]
     params = suggest(trial, model, overrides)
     sp, X_fit, y_fit, n_l, prior, scale = fit_data(model, X, y, split, n_unlabeled)
@@ -108,6 +133,7 @@ def run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
     status = "FAILED"
     try:
         if run is not None:
+            trial.set_user_attr("mlflow_run_id", run.info.run_id)
             mlflow.log_params({**params, "trial": trial.number,
                                "cv_folds": cv_folds})
         t0 = time.perf_counter()
@@ -166,7 +192,6 @@ def run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
         fit_time = time.perf_counter() - t0 - overhead
         trial.set_user_attr("fit_time_s", fit_time)
         if run is not None:
-            trial.set_user_attr("mlflow_run_id", run.info.run_id)
             mlflow.log_metrics({"val_loss_final": loss, "fit_time_s": fit_time})
             mlflow.set_tag("optuna.state", "COMPLETE")
         status = "FINISHED"
@@ -298,7 +323,15 @@ def _run_study(name, storage, model, dataset, X, y, split, n_u, fixed, overrides
                 catch=(ValueError, ArithmeticError, np.linalg.LinAlgError),
                 gc_after_trial=False,
             )
-        states = [t.state.name for t in study.get_trials(deepcopy=False)]
+        trials = study.get_trials(deepcopy=False)
+        states = [t.state.name for t in trials]
+        warned = [t for t in trials if t.user_attrs.get("warnings")]
+        if warned:
+            kinds = sorted({m.split(":", 1)[0] for t in warned
+                            for m in t.user_attrs["warnings"]})
+            print(f"tune {model}/{dataset}: {len(warned)} of {len(trials)} trials "
+                  f"warned ({', '.join(kinds)}); the messages are in each trial's "
+                  f"user_attrs['warnings'] and MLflow tag 'warnings'")
         try:
             bt = study.best_trial
         except ValueError as exc:

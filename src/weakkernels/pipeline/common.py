@@ -65,7 +65,9 @@ def fit_data(model: str, X, y, split, n_unlabeled: int):
     """Training rows for ``model`` (baselines marked labeled-only drop y == -1).
 
     Returns ``(split, X_fit, y_fit, n_labeled, prior, sigma_scale)``;
-    ``sigma_scale = 1 / (d Var(X_fit))`` is computed on all training rows.
+    ``prior`` is the SU split's class prior, else the class-1 fraction of the
+    labeled rows; ``sigma_scale = 1 / (d Var(X_fit))`` is computed on all
+    training rows.
     """
     sp = resolve(split, n_unlabeled)
     X_fit, y_fit = fit_arrays(X, y, sp)
@@ -74,8 +76,16 @@ def fit_data(model: str, X, y, split, n_unlabeled: int):
     if MODELS[model].labeled_only:
         keep = y_fit != -1
         X_fit, y_fit = X_fit[keep], y_fit[keep]
-    prior = float(split["prior"]) if "prior" in split else None
     n_l = int(np.sum(y_fit != -1)) if "pairs" not in sp else 0
+    if "prior" in split:  # SU: the class prior the split was drawn with
+        prior = float(split["prior"])
+    else:
+        # The labeled points are a stratified sample, so their class-1 fraction
+        # is the dataset's class prior up to rounding; estimators that take a
+        # `prior` get it explicitly (their own default is the same fraction,
+        # with a warning that it is an estimate).
+        y_lab = y_fit[y_fit != -1]
+        prior = float(np.mean(y_lab == 1)) if len(y_lab) else None
     return sp, X_fit, y_fit, n_l, prior, sigma_scale
 
 

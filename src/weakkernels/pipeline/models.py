@@ -48,7 +48,7 @@ class FitContext:
     n_labeled: int
     n_unlabeled: int
     seed: int
-    prior: float | None = None  # SU: the positive class prior
+    prior: float | None = None  # SU: the class prior; else the labeled fraction
     callback: Callable | None = None
     callback_every: int = 10
     sigma_scale: float = 1.0  # 1 / (d Var(X)): sklearn's gamma="scale"
@@ -116,9 +116,12 @@ def _ours(cls_name: str, *, c_star: bool = False, callback: bool = True):
         kw = {k: v for k, v in p.items() if k not in ("c_star_scale",)}
         if c_star:
             kw["C_star"] = _c_star(p, ctx)
+        accepted = cls().get_params(deep=False)
         if cls_name == "TSGSU" and kw.get("prior", "true") == "true":
             kw["prior"] = ctx.prior
-        accepted = cls().get_params(deep=False)
+        elif "prior" in accepted and kw.get("prior") is None \
+                and ctx.prior is not None:
+            kw["prior"] = ctx.prior  # the labeled class fraction (fit_data)
         if "random_state" in accepted:
             kw["random_state"] = ctx.seed
         if callback and ctx.callback is not None and "callback" in accepted:
