@@ -206,9 +206,22 @@ SOLVERS = ("lbfgs", "sgd")
 # data sets (BENCHMARKS.md, "Convergence"); it bounds the worst case.
 LBFGS_MAX_ITER = 500
 # solver="lbfgs": random features of the fixed expansion when the estimator's
-# feature budget is None (1024 brings the supervised objective within a few
-# per cent of the exact-kernel SVM's on the default data sets, "Convergence").
+# feature budget is None: as many as keep the feature matrix near 2^23 entries
+# (32 MB in float32, so an L-BFGS iteration costs about the same on every data
+# set), at least LBFGS_FEATURES and at most LBFGS_MAX_FEATURES. On g50c (d =
+# 50, 550 rows) 1024 features leave the test error 1.5 pp above 4096's; on
+# cod-rna (d = 8) more than 1024 change nothing (BENCHMARKS.md, "Convergence").
 LBFGS_FEATURES = 1024
+LBFGS_MAX_FEATURES = 4096
+_PRIMAL_BUDGET = 1 << 23
+
+
+def primal_features(n_rows: int, block_size: int) -> int:
+    """Default size of the fixed expansion for ``n_rows`` training rows (the
+    rows :func:`fit_expansion` will hold: each set capped at
+    :data:`PRIMAL_MAX_ROWS`), a multiple of ``block_size``."""
+    D = min(LBFGS_MAX_FEATURES, max(LBFGS_FEATURES, _PRIMAL_BUDGET // max(n_rows, 1)))
+    return max(block_size, D // block_size * block_size)
 
 
 def resolve_sigma(sigma, X) -> float:

@@ -33,8 +33,8 @@ from sklearn.utils.validation import check_is_fitted
 from weakkernels._artifact import ArtifactMixin, register
 from weakkernels._calibration import fit_platt, platt_proba
 from weakkernels._dsg import (
-    LBFGS_FEATURES,
     LBFGS_MAX_ITER,
+    PRIMAL_MAX_ROWS,
     SCHEDULES,
     SOLVERS,
     FunctionalModel,
@@ -42,6 +42,7 @@ from weakkernels._dsg import (
     expansion_state,
     feature_layout,
     fit_expansion,
+    primal_features,
     resolve_sigma,
     seeded_sample,
     set_expansion_state,
@@ -168,8 +169,8 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
     _parameter_constraints = dict(_COMMON_CONSTRAINTS)
 
     # -- subclass hooks --------------------------------------------------------
-    def _layout(self, n_samples: int) -> tuple[int, int]:
-        """Return ``(block_size, max_blocks)``."""
+    def _layout(self, n_rows: int) -> tuple[int, int]:
+        """Return ``(block_size, max_blocks)`` for ``n_rows`` training rows."""
         raise NotImplementedError
 
     # -- fit ---------------------------------------------------------------
@@ -215,12 +216,14 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
 
         seed = seed_from_random_state(self.random_state)
         self.seed_ = seed
-        B, max_blocks = self._layout(X.shape[0])
+        sgd = self.solver == "sgd"
+        # the rows the solver holds: L-BFGS caps each point set (_dsg)
+        rows = min(n_l, PRIMAL_MAX_ROWS) + min(n_u, PRIMAL_MAX_ROWS)
+        B, max_blocks = self._layout(X.shape[0] if sgd else rows)
         spec = FeatureSpec(
             self.kernel, self.sigma_, self.degree, self.coef0, X.shape[1], B, seed,
             dtype,
         )
-        sgd = self.solver == "sgd"
         if not sgd:
             T = int(self.max_iter or LBFGS_MAX_ITER)
         elif self.max_iter is not None:
@@ -482,7 +485,9 @@ class TSGS3VM(_S3VMBase):
     block_size : int, default=32
         Random features per block (``solver="sgd"``: added per iteration).
     max_features : int or None, default=None
-        Feature budget. ``solver="lbfgs"``: the expansion's size (None: 1024).
+        Feature budget. ``solver="lbfgs"``: the expansion's size (None: 1024
+        to 4096, as many as keep the rows x features matrix near 2^23 entries,
+        see :func:`weakkernels._dsg.primal_features`).
         ``solver="sgd"``: once reached, no new blocks are added and steps
         update existing blocks cyclically (None: unbounded, as the paper).
 
@@ -550,9 +555,9 @@ class TSGS3VM(_S3VMBase):
         self.callback = callback
         self.callback_every = callback_every
 
-    def _layout(self, n_samples):
-        default = LBFGS_FEATURES if self.solver == "lbfgs" else None
+    def _layout(self, n_rows):
         B = int(self.block_size)
+        default = primal_features(n_rows, B) if self.solver == "lbfgs" else None
         return B, feature_layout(self.max_features, B, default)
 
 
@@ -579,7 +584,8 @@ class FRS3VM(_S3VMBase):
     {shared}
     n_components : int, "sqrt" or None, default=None
         Number of random features; ``"sqrt"`` is the paper's
-        ``ceil(sqrt(n))``, None 1024.
+        ``ceil(sqrt(n))``, None the L-BFGS default of TSGS3VM's
+        ``max_features`` (1024 to 4096).
 
     Attributes
     ----------
@@ -643,10 +649,10 @@ class FRS3VM(_S3VMBase):
         self.callback = callback
         self.callback_every = callback_every
 
-    def _layout(self, n_samples):
+    def _layout(self, n_rows):
         if self.n_components == "sqrt":
-            D = math.ceil(math.sqrt(n_samples))
+            D = math.ceil(math.sqrt(n_rows))
         else:
-            D = self.n_components or LBFGS_FEATURES
+            D = self.n_components or primal_features(n_rows, 1)
         # One block holding all features, revisited every step.
         return int(D), 1
