@@ -710,7 +710,12 @@ def run(name: str, *, out_dir: Path = RESULTS, methods=None, datasets=None,
         f"__{k}-" + "-".join(str(v) for v in vals).replace(" ", "_")
         for k, vals in (("ds", datasets), ("nu", n_unlabeled), ("m", methods))
         if vals)
-    stem = out_dir / (proto["name"] + re.sub(r"[^A-Za-z0-9.=_-]+", "_", tag))
+    tag = re.sub(r"[^A-Za-z0-9.=_-]+", "_", tag)
+    if len(tag) > 120:  # long method labels: keep file names under NAME_MAX
+        import hashlib
+
+        tag = tag[:100] + "__" + hashlib.sha256(tag.encode()).hexdigest()[:12]
+    stem = out_dir / (proto["name"] + tag)
     files = [Path(f"{stem}.json"), Path(f"{stem}.md")]
     md = markdown(proto, rows, summary, targets, command)
     if proto.get("scaling"):
