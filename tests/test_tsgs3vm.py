@@ -434,26 +434,36 @@ def test_predict_on_a_memmap_is_row_chunked_and_matches(tmp_path):
 
 
 # ------------------------------------------- the L-BFGS solver (default) ----
+def _naive_loss(name, m):
+    """Labeled loss and its derivative at margins ``m``, written out again."""
+    h = np.maximum(0.0, 1.0 - m)
+    if name == "squared_hinge":
+        return h * h, -2.0 * h
+    # smooth hinge, quadratic over 0 < h < 1/2
+    quad = h < 0.5
+    return np.where(quad, h * h, h - 0.25), np.where(quad, -2.0 * h, -1.0)
+
+
 def _primal_objective(est, X, y, C):
-    """``1/2 ||v||^2 + C sum_L sqhinge`` of a fitted supervised-only model, the
+    """``1/2 ||v||^2 + C sum_L l(y f)`` of a fitted supervised-only model, the
     norm taken in the random-feature space of its own expansion."""
     # f = features @ coef = (features / sqrt(n_blocks)) @ v
     v = est.coef_[0].astype(np.float64) * np.sqrt(est.n_blocks_)
     lab = y != -1
     m = np.where(y[lab] == est.classes_[1], 1.0, -1.0) * est.decision_function(X[lab])
-    return 0.5 * v @ v + C * np.sum(np.maximum(0.0, 1.0 - m) ** 2)
+    return 0.5 * v @ v + C * np.sum(_naive_loss(est.loss, m)[0])
 
 
-def _naive_l2svm(Psi, Y, C):
+def _naive_svm(Psi, Y, C, loss):
     """The same objective on explicit features ``Psi`` with a free bias,
     minimised by scipy's BFGS in float64 (no code shared with the solver)."""
     from scipy.optimize import minimize
 
     def obj(z):
         v, b = z[:-1], z[-1]
-        h = np.maximum(0.0, 1.0 - Y * (Psi @ v + b))
-        g = -2.0 * C * h * Y
-        return 0.5 * v @ v + C * h @ h, np.r_[v + Psi.T @ g, g.sum()]
+        val, d = _naive_loss(loss, Y * (Psi @ v + b))
+        g = C * d * Y
+        return 0.5 * v @ v + C * val.sum(), np.r_[v + Psi.T @ g, g.sum()]
 
     res = minimize(obj, np.zeros(Psi.shape[1] + 1), jac=True, method="BFGS",
                    options={"gtol": 1e-10, "maxiter": 10_000})
@@ -466,32 +476,33 @@ def _explicit_features(est, X):
     return Phi / np.sqrt(est.n_blocks_)
 
 
+@pytest.mark.parametrize("loss", ["smooth_hinge", "squared_hinge"])
 @pytest.mark.parametrize("Est", [TSGS3VM, FRS3VM])
-def test_lbfgs_reaches_the_optimum_of_its_supervised_objective(Est):
+def test_lbfgs_reaches_the_optimum_of_its_supervised_objective(Est, loss):
     """C_star=0: the default solver's objective equals a naive float64 BFGS
-    minimum of the same L2-SVM on the same seeded features (relative 1e-4)."""
+    minimum of the same SVM on the same seeded features (relative 1e-4)."""
     X, y, _ = two_gaussians(n=160, d=3, n_labeled=40, sep=1.5, seed=21)
     size = {"max_features": 96} if Est is TSGS3VM else {"n_components": 96}
     est = Est(C=2.0, C_star=0.0, sigma=0.5, balance="none", dtype="float64",
-              random_state=0, **size).fit(X, y)
+              loss=loss, random_state=0, **size).fit(X, y)
     lab = y != -1
     Y = np.where(y[lab] == est.classes_[1], 1.0, -1.0)
-    ref = _naive_l2svm(_explicit_features(est, X[lab]), Y, 2.0)
+    ref = _naive_svm(_explicit_features(est, X[lab]), Y, 2.0, loss)
     ours = _primal_objective(est, X, y, 2.0)
     assert ref <= ours <= ref * (1 + 1e-4)
 
 
-def _exact_kernel_l2svm(K, Y, C):
-    """Exact-kernel L2-SVM objective ``min 1/2 ||f||_H^2 + C sum sqhinge`` with
-    ``f = K beta + b`` (representer theorem), naive scipy BFGS in float64."""
+def _exact_kernel_svm(K, Y, C, loss):
+    """Exact-kernel objective ``min 1/2 ||f||_H^2 + C sum l(y f)`` with ``f = K
+    beta + b`` (representer theorem), naive scipy BFGS in float64."""
     from scipy.optimize import minimize
 
     def obj(z):
         beta, b = z[:-1], z[-1]
         Kb = K @ beta
-        h = np.maximum(0.0, 1.0 - Y * (Kb + b))
-        g = -2.0 * C * h * Y
-        return 0.5 * beta @ Kb + C * h @ h, np.r_[Kb + K @ g, g.sum()]
+        val, d = _naive_loss(loss, Y * (Kb + b))
+        g = C * d * Y
+        return 0.5 * beta @ Kb + C * val.sum(), np.r_[Kb + K @ g, g.sum()]
 
     res = minimize(obj, np.zeros(K.shape[0] + 1), jac=True, method="BFGS",
                    options={"gtol": 1e-9, "maxiter": 20_000})
@@ -500,18 +511,33 @@ def _exact_kernel_l2svm(K, Y, C):
 
 @pytest.mark.parametrize("Est", [TSGS3VM, FRS3VM])
 def test_default_budget_supervised_objective_is_near_the_exact_kernel_svm(Est):
-    """Issue 11 regression: with the default budget (1024 features, default
-    tolerance) the supervised-only objective is within 10 % of the exact
-    kernel machine's optimum of the same objective. The gap is the random-
-    feature approximation, not the optimizer (see the test above)."""
+    """Issue 11 regression: with the default budget (default feature count and
+    tolerance) the supervised-only objective is within 5 % of the exact kernel
+    machine's optimum of the same objective (measured: 0.5 %). The gap is the
+    random-feature approximation, not the optimizer (see the test above). The
+    SGD solver's gap at its default budget is in BENCHMARKS.md, "Convergence"."""
     X, y, _ = two_gaussians(n=400, d=4, n_labeled=60, sep=1.5, seed=22)
     lab = y != -1
     Y = np.where(y[lab] == 1, 1.0, -1.0)
     est = Est(C=1.0, C_star=0.0, sigma=0.25, balance="none", random_state=0)
     est.fit(X, y)
-    exact = _exact_kernel_l2svm(kernel_matrix(X[lab], X[lab], "rbf", 0.25), Y, 1.0)
+    K = kernel_matrix(X[lab], X[lab], "rbf", 0.25)
+    exact = _exact_kernel_svm(K, Y, 1.0, est.loss)
     ours = _primal_objective(est, X, y, 1.0)
-    assert ours <= 1.10 * exact
+    assert ours <= 1.05 * exact
+
+
+@pytest.mark.parametrize("name", ["hinge", "squared_hinge", "smooth_hinge"])
+def test_labeled_loss_derivatives_by_finite_differences(name):
+    from weakkernels.tsgs3vm import labeled_loss, labeled_loss_grad
+
+    z = np.linspace(-2.0, 3.0, 501)
+    z = z[np.min(np.abs(z[:, None] - np.array([1.0, 0.5])[None, :]), axis=1) > 1e-3]
+    h = 1e-6
+    fd = (labeled_loss(name, z + h) - labeled_loss(name, z - h)) / (2 * h)
+    np.testing.assert_allclose(labeled_loss_grad(name, z), fd, atol=1e-5)
+    if name == "smooth_hinge":  # within delta / 2 = 0.25 of the hinge
+        assert np.all(np.abs(labeled_loss(name, z) - np.maximum(0, 1 - z)) <= 0.25)
 
 
 def test_lbfgs_anneal_stages_and_callback():

@@ -192,7 +192,7 @@ SCHEDULES = {"constant": 0, "decay": 1, "fixed": 2}
 # set (a seeded uniform sample of larger sets): the fit costs O(rows x features)
 # per iteration whatever n is, and the loss stays an unbiased estimate because
 # the estimators' losses are written with each set's full size.
-PRIMAL_MAX_ROWS = 8192
+PRIMAL_MAX_ROWS = 4096
 # solver="lbfgs" with annealing solves these C*-fractions in turn, each from the
 # previous solution (the unlabeled loss is non-convex: a small C* first lets the
 # labeled points place the boundary, as S3VMlight, nabla-TSVM and QN-S3VM do).
@@ -206,14 +206,14 @@ SOLVERS = ("lbfgs", "sgd")
 # data sets (BENCHMARKS.md, "Convergence"); it bounds the worst case.
 LBFGS_MAX_ITER = 500
 # solver="lbfgs": random features of the fixed expansion when the estimator's
-# feature budget is None: as many as keep the feature matrix near 2^23 entries
-# (32 MB in float32, so an L-BFGS iteration costs about the same on every data
+# feature budget is None: as many as keep the feature matrix near 2^22 entries
+# (16 MB in float32, so an L-BFGS iteration costs about the same on every data
 # set), at least LBFGS_FEATURES and at most LBFGS_MAX_FEATURES. On g50c (d =
-# 50, 550 rows) 1024 features leave the test error 1.5 pp above 4096's; on
-# cod-rna (d = 8) more than 1024 change nothing (BENCHMARKS.md, "Convergence").
+# 50, 550 rows) 1024 features leave the test error ~1 pp above 4096's; on
+# cod-rna (d = 8) more than 1024 buy nothing (BENCHMARKS.md, "Convergence").
 LBFGS_FEATURES = 1024
 LBFGS_MAX_FEATURES = 4096
-_PRIMAL_BUDGET = 1 << 23
+_PRIMAL_BUDGET = 1 << 22
 
 
 def primal_features(n_rows: int, block_size: int) -> int:
@@ -270,11 +270,16 @@ class Problem:
         ``balance_set`` (SGD) or, for ``solver="lbfgs"``, the mean constraint
         ``mean_B f = balance_target`` held exactly by centering the features on
         set B (paper 004 Eq. 1.13).
+    uses : callable ``uses(w) -> list of bool`` or None
+        Which sets the loss reads at annealing weight ``w`` (None: all). The
+        L-BFGS solver skips the others' products (e.g. the unlabeled set while
+        C* is annealed from 0).
     """
 
     def __init__(self, sets, n_outputs, loss, *, lam=1.0, intercept="none",
-                 balance=None, balance_set=1, balance_target=None):
+                 balance=None, balance_set=1, balance_target=None, uses=None):
         self.sets = sets
+        self.uses = uses
         self.K = int(n_outputs)
         self.loss = loss
         self.lam = float(lam)
@@ -439,11 +444,15 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
     def objective(z, w):
         v, b = unpack(z)
         v32 = v.astype(dtype)
-        fs = [(P @ v32).astype(np.float64) + b for P in Psi]
+        used = problem.uses(w) if problem.uses is not None else [True] * len(Psi)
+        # an unused set's outputs are not read: zeros of the right shape
+        fs = [(P @ v32).astype(np.float64) + b if u else np.zeros((P.shape[0], K))
+              for P, u in zip(Psi, used, strict=True)]
         value, grads = problem.loss(fs, idx, sizes, w)
         gv = lam * v
-        for P, gr in zip(Psi, grads, strict=True):
-            gv += (P.T @ gr.astype(dtype)).astype(np.float64)
+        for P, gr, u in zip(Psi, grads, used, strict=True):
+            if u:
+                gv += (P.T @ gr.astype(dtype)).astype(np.float64)
         grad = gv.ravel()
         if free:
             grad = np.concatenate([grad, sum(gr.sum(axis=0) for gr in grads)])

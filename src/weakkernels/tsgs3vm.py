@@ -137,13 +137,44 @@ def hinge_grad(margin: np.ndarray) -> np.ndarray:
     return np.where(margin < 1.0, -1.0, 0.0)
 
 
+LABELED_LOSSES = ("hinge", "squared_hinge", "smooth_hinge")
+# Width of the quadratic piece of the smooth hinge: small enough that the loss
+# stays within delta/2 of the hinge (so C keeps SVC's meaning), large enough
+# for L-BFGS's curvature pairs.
+_SMOOTH_DELTA = 0.5
+
+
+def labeled_loss(name: str, margin: np.ndarray) -> np.ndarray:
+    """Labeled losses at ``z = y f(x)``: the hinge of paper 000 Eq. (1),
+    the squared hinge ``max(0, 1 - z)^2`` (L2-SVM), and the smooth hinge
+    (the hinge with its kink replaced by a quadratic over ``1 - delta < z < 1``,
+    ``delta = 0.5``: differentiable, and within ``delta / 2`` of the hinge)."""
+    h = np.maximum(0.0, 1.0 - margin)
+    if name == "hinge":
+        return h
+    if name == "squared_hinge":
+        return h * h
+    d = _SMOOTH_DELTA
+    return np.where(h > d, h - 0.5 * d, h * h / (2.0 * d))
+
+
+def labeled_loss_grad(name: str, margin: np.ndarray) -> np.ndarray:
+    """``dl/dz`` of :func:`labeled_loss`."""
+    h = np.maximum(0.0, 1.0 - margin)
+    if name == "hinge":
+        return hinge_grad(margin)
+    if name == "squared_hinge":
+        return -2.0 * h
+    return -np.minimum(h / _SMOOTH_DELTA, 1.0)
+
+
 _COMMON_CONSTRAINTS = {
     "C": [Interval(Real, 0, None, closed="neither")],
     "C_star": [Interval(Real, 0, None, closed="left"), None],
     "kernel": [StrOptions(set(RANDOM_FEATURE_KERNELS))],
     "sigma": [Interval(Real, 0, None, closed="neither"), StrOptions({"scale"})],
     "solver": [StrOptions(set(SOLVERS))],
-    "loss": [StrOptions({"hinge", "squared_hinge"})],
+    "loss": [StrOptions(set(LABELED_LOSSES))],
     "tol": [Interval(Real, 0, None, closed="neither")],
     "degree": [Interval(Integral, 1, None, closed="left")],
     "coef0": [Interval(Real, 0, None, closed="left")],
@@ -239,7 +270,7 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
                 "(1 - step) f would flip f. Lower eta0."
             )
         balance = _BALANCE[self.balance]
-        hinge = self.loss == "hinge"
+        lname = self.loss
 
         def loss(fs, idx, sizes, w):
             """Eq. (1) with C and C* on sums (scikit-learn's SVC convention)."""
@@ -248,13 +279,8 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
             kl = C * sizes[0] / fL.shape[0]
             ku = C_star * w * sizes[1] / fU.shape[0]
             m = YL * fL
-            h = np.maximum(0.0, 1.0 - m)
-            if hinge:
-                value = kl * h.sum()
-                gL = kl * hinge_grad(m) * YL
-            else:
-                value = kl * np.sum(h * h)
-                gL = -2.0 * kl * h * YL
+            value = kl * labeled_loss(lname, m).sum()
+            gL = kl * labeled_loss_grad(lname, m) * YL
             value += ku * unlabeled_loss(self.unlabeled_loss, fU, self.s).sum()
             gU = ku * unlabeled_loss_grad(self.unlabeled_loss, fU, self.s)
             return value, [gL, gU]
@@ -263,6 +289,7 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
             [(XL, None), (X, idx_u)], K, loss, lam=1.0,
             intercept="balance" if balance else ("none" if sgd else "free"),
             balance=lambda gU: balancing_bias(balance, gU, r), balance_target=r,
+            uses=lambda w: [True, w * C_star > 0],
         )
         self.fit_time_curve_ = []
         t_start = time.perf_counter()
@@ -511,7 +538,7 @@ class TSGS3VM(_S3VMBase):
         sigma="scale",
         degree=2,
         coef0=1.0,
-        loss="squared_hinge",
+        loss="smooth_hinge",
         unlabeled_loss="da",
         s=-0.3,
         solver="lbfgs",
@@ -607,7 +634,7 @@ class FRS3VM(_S3VMBase):
         sigma="scale",
         degree=2,
         coef0=1.0,
-        loss="squared_hinge",
+        loss="smooth_hinge",
         unlabeled_loss="da",
         s=-0.3,
         solver="lbfgs",
