@@ -42,7 +42,6 @@ AS_PRINTED_FRS = {"n_passes": 10.0, "n_components": "sqrt"}
 CSTAR_RULES = {"C n_l/n_u": "$cstar_LU", "C L/U": "$cstar_LU",
                "C n_l^2/n_u^2": "$cstar_eq1", "C": "$C"}
 FEATURE_KEY = {"tsgs3vm": "max_features", "frs3vm": "n_components"}
-LBFGS_FEATURES = 1024
 
 
 def _num(text: str) -> float:
@@ -115,9 +114,8 @@ def label_problems(row: dict) -> list[str]:
             out.append("as printed: the label must name the fixed step gamma")
     if re.search(r"\bdefault\b", label):
         need("solver", "lbfgs", "default")
-        if method in FEATURE_KEY and get(FEATURE_KEY[method]) not in (
-                None, LBFGS_FEATURES):
-            out.append("default: the feature count is not the default 1024")
+        if method in FEATURE_KEY and get(FEATURE_KEY[method]) is not None:
+            out.append("default: the feature count is not the default")
         named.add(FEATURE_KEY.get(method, ""))
         if method in FEATURE_KEY:
             need("C_star", "$cstar_LU", "default (the documented C* rule)")
@@ -131,7 +129,10 @@ def label_problems(row: dict) -> list[str]:
         sqrt = re.search(r"ceil\(sqrt n\) features( in total| per iteration)?",
                          label)
         count = re.search(r"\b(\d+) features", label)
-        if sqrt and method == "tsgs3vm":
+        if "default features" in label:
+            named.add(fk)
+            need(fk, None, "default features (weakkernels._dsg.primal_features)")
+        elif sqrt and method == "tsgs3vm":
             if not sqrt.group(1):
                 out.append("TSGS3VM: say 'in total' or 'per iteration'")
             elif sqrt.group(1) == " in total":
@@ -148,8 +149,6 @@ def label_problems(row: dict) -> list[str]:
             n = int(count.group(1))
             named.add(fk)
             value = get(fk)
-            if value is None and get("solver") == "lbfgs":
-                value = LBFGS_FEATURES
             if not _same(value, n):
                 out.append(f"{n} features: {fk}={value!r}")
         elif get("solver") == "lbfgs" or get(fk) is not None:
@@ -348,5 +347,7 @@ def test_feature_count_readings():
     assert per_iter.n_features_model_ == 6 * q
     frs = FRS3VM(n_components="sqrt", **common).fit(X, y)
     assert frs.n_features_model_ == q
+    from weakkernels._dsg import primal_features
+
     default = TSGS3VM(max_iter=5, random_state=0).fit(X, y)
-    assert default.n_features_model_ == 1024
+    assert default.n_features_model_ == primal_features(len(X), 32)
