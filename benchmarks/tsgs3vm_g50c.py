@@ -91,7 +91,7 @@ def main():
          for C, Cs_, sg, lo in itertools.product(Cs, C_stars, sigmas, losses)],
         lambda p, s: TSGS3VM(random_state=s, **common, **p), X, y, L, U, "tsgs3vm",
     )
-    # not "as printed": the decaying step and the squared hinge/"da" defaults
+    # not "as printed": the decaying step and the default labeled/"da" losses
     rows["TSGS3VM (SGD, no balance/anneal, decay step, C*=C nl/nu)"] = best_over(
         [dict(C=C / n_l, C_star=C / n_u, sigma=sg) for C in Cs for sg in sigmas],
         lambda p, s: TSGS3VM(random_state=s, **{**common, "balance": "none"},
