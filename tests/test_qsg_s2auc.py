@@ -301,12 +301,14 @@ def test_lbfgs_is_the_closed_form_minimizer():
 
 def test_lbfgs_default_budget_reaches_the_optimum():
     """Regression test of the default solver: float32 features, default tol,
-    max_iter, lam and feature budget (1024 features). The objective gap to
+    max_iter, lam and feature budget (_dsg.primal_features). The gap to
     the closed-form optimum is at most 1e-3 of the reduction from f = 0."""
     X, ys, _ = two_gaussians(n=400, d=5, n_labeled=40, seed=31)
     est = QSGS2AUC(prior=0.5, sigma=0.3, random_state=3).fit(X, ys)
     Ps, v = _qsg_primal(est, X[ys == 1], X[ys == 0], X[ys == -1])
-    assert v.size == 1024
+    from weakkernels._dsg import primal_features
+
+    assert v.size == primal_features(len(X), est.block_size)
     g, lam = est.gamma, est.lam
     J_star = _eq9_objective(Ps, _eq9_closed_form(Ps, g, lam), g, lam)
     J = _eq9_objective(Ps, v, g, lam)

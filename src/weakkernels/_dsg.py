@@ -216,6 +216,15 @@ LBFGS_MAX_FEATURES = 4096
 _PRIMAL_BUDGET = 1 << 22
 
 
+def default_blocks(solver: str, set_sizes, max_features, block_size: int) -> int:
+    """Blocks of an estimator's expansion: ``max_features`` if given, else
+    unbounded for ``solver="sgd"`` (new blocks every step, as the papers) and
+    :func:`primal_features` of the rows L-BFGS will hold for ``"lbfgs"``."""
+    rows = sum(min(int(n), PRIMAL_MAX_ROWS) for n in set_sizes)
+    default = None if solver == "sgd" else primal_features(rows, block_size)
+    return feature_layout(max_features, block_size, default)
+
+
 def primal_features(n_rows: int, block_size: int) -> int:
     """Default size of the fixed expansion for ``n_rows`` training rows (the
     rows :func:`fit_expansion` will hold: each set capped at

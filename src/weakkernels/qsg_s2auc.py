@@ -52,13 +52,12 @@ from sklearn.utils.validation import check_is_fitted
 from weakkernels._artifact import ArtifactMixin, register
 from weakkernels._calibration import fit_platt, platt_proba
 from weakkernels._dsg import (
-    LBFGS_FEATURES,
     LBFGS_MAX_ITER,
     SOLVERS,
     FunctionalModel,
     Problem,
+    default_blocks,
     expansion_state,
-    feature_layout,
     fit_expansion,
     resolve_sigma,
     seeded_sample,
@@ -359,7 +358,8 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         ``t0=50``).
     max_features : int or None, default=None
         Feature budget. ``solver="lbfgs"``: the expansion's size (None:
-        1024). ``solver="sgd"``: once reached no block is added and steps
+        1024-4096, :func:`weakkernels._dsg.primal_features`). ``solver="sgd"``:
+        once reached no block is added and steps
         update the existing blocks cyclically (None: unbounded, as the paper).
     dtype : {"float32", "float64"}, default="float32"
     random_state : int, RandomState instance or None
@@ -491,9 +491,8 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         seed = seed_from_random_state(self.random_state)
         self.seed_ = seed
         B = int(self.block_size)
-        max_blocks = feature_layout(
-            self.max_features, B, None if sgd else LBFGS_FEATURES
-        )
+        max_blocks = default_blocks(
+            self.solver, (n_p, n_n, n_u), self.max_features, B)
         spec = FeatureSpec(
             self.kernel, self.sigma_, self.degree, self.coef0, X.shape[1], B, seed,
             dtype,

@@ -34,15 +34,13 @@ from weakkernels._artifact import ArtifactMixin, register
 from weakkernels._calibration import fit_platt, platt_proba
 from weakkernels._dsg import (
     LBFGS_MAX_ITER,
-    PRIMAL_MAX_ROWS,
     SCHEDULES,
     SOLVERS,
     FunctionalModel,
     Problem,
+    default_blocks,
     expansion_state,
-    feature_layout,
     fit_expansion,
-    primal_features,
     resolve_sigma,
     seeded_sample,
     set_expansion_state,
@@ -200,8 +198,9 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
     _parameter_constraints = dict(_COMMON_CONSTRAINTS)
 
     # -- subclass hooks --------------------------------------------------------
-    def _layout(self, n_rows: int) -> tuple[int, int]:
-        """Return ``(block_size, max_blocks)`` for ``n_rows`` training rows."""
+    def _layout(self, n_rows: int, set_sizes) -> tuple[int, int]:
+        """Return ``(block_size, max_blocks)`` for ``n_rows`` training rows in
+        sets of ``set_sizes`` (labeled, unlabeled)."""
         raise NotImplementedError
 
     # -- fit ---------------------------------------------------------------
@@ -248,9 +247,7 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
         seed = seed_from_random_state(self.random_state)
         self.seed_ = seed
         sgd = self.solver == "sgd"
-        # the rows the solver holds: L-BFGS caps each point set (_dsg)
-        rows = min(n_l, PRIMAL_MAX_ROWS) + min(n_u, PRIMAL_MAX_ROWS)
-        B, max_blocks = self._layout(X.shape[0] if sgd else rows)
+        B, max_blocks = self._layout(X.shape[0], (n_l, n_u))
         spec = FeatureSpec(
             self.kernel, self.sigma_, self.degree, self.coef0, X.shape[1], B, seed,
             dtype,
@@ -585,10 +582,9 @@ class TSGS3VM(_S3VMBase):
         self.callback = callback
         self.callback_every = callback_every
 
-    def _layout(self, n_rows):
+    def _layout(self, n_rows, set_sizes):
         B = int(self.block_size)
-        default = primal_features(n_rows, B) if self.solver == "lbfgs" else None
-        return B, feature_layout(self.max_features, B, default)
+        return B, default_blocks(self.solver, set_sizes, self.max_features, B)
 
 
 @register
@@ -679,10 +675,10 @@ class FRS3VM(_S3VMBase):
         self.callback = callback
         self.callback_every = callback_every
 
-    def _layout(self, n_rows):
+    def _layout(self, n_rows, set_sizes):
         if self.n_components == "sqrt":
             D = math.ceil(math.sqrt(n_rows))
         else:
-            D = self.n_components or primal_features(n_rows, 1)
+            D = self.n_components or default_blocks("lbfgs", set_sizes, None, 1)
         # One block holding all features, revisited every step.
         return int(D), 1

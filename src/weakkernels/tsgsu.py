@@ -65,13 +65,12 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from weakkernels._artifact import ArtifactMixin, register
 from weakkernels._dsg import (
-    LBFGS_FEATURES,
     LBFGS_MAX_ITER,
     SOLVERS,
     FunctionalModel,
     Problem,
+    default_blocks,
     expansion_state,
-    feature_layout,
     fit_expansion,
     resolve_sigma,
     seeded_sample,
@@ -640,8 +639,9 @@ class TSGSU(_SUBase):
         (BENCHMARKS.md), so the default is the model as printed.
     max_features : int or None, default=None
         Feature budget (see :mod:`weakkernels._dsg`). ``solver="lbfgs"``:
-        the expansion's size (None: 1024); ``solver="sgd"``: once reached,
-        steps revisit the existing blocks (None: unbounded, as the paper).
+        the expansion's size (None: 1024-4096,
+        :func:`weakkernels._dsg.primal_features`); ``solver="sgd"``: once
+        reached, steps revisit the existing blocks (None: unbounded, as the paper).
     dtype : {"float32", "float64"}, default="float32"
     random_state : int, RandomState instance or None
         Seeds the minibatches, the feature blocks, the row samples and the
@@ -762,9 +762,8 @@ class TSGSU(_SUBase):
         else:
             T = int(self.max_iter or LBFGS_MAX_ITER)
         B = int(self.block_size)
-        max_blocks = feature_layout(
-            self.max_features, B, None if sgd else LBFGS_FEATURES
-        )
+        max_blocks = default_blocks(
+            self.solver, (XS.shape[0], XU.shape[0]), self.max_features, B)
         spec = FeatureSpec(
             self.kernel, self.sigma_, self.degree, self.coef0, XS.shape[1], B, seed,
             np.dtype(self.dtype),
