@@ -138,7 +138,6 @@ _C = ("float", 0.1, 1000.0, True)
 # Kernel widths are searched relative to the data: sigma = sigma_rel / (d Var(X)),
 # scikit-learn's gamma="scale" heuristic, so one range fits every dataset.
 _SIGMA = ("float", 1e-2, 1e2, True)
-_ETA = ("float", 1e-2, 10.0, True)
 _LAM = ("float", 1e-6, 1e-1, True)
 
 MODELS: dict[str, ModelSpec] = {
@@ -175,12 +174,12 @@ MODELS: dict[str, ModelSpec] = {
         requires="FRS3VM", callback=True, ours=True),
     "qsgs2auc": ModelSpec(
         "qsgs2auc", "auc", _ours("QSGS2AUC"),
-        {"gamma": ("float", 0.0, 1.0, False), "sigma_rel": _SIGMA, "lam": _LAM,
-         "eta0": ("float", 1.0, 1000.0, True)},  # step theta / t, default 100
+        # the default solver (L-BFGS) has no step size to search
+        {"gamma": ("float", 0.0, 1.0, False), "sigma_rel": _SIGMA, "lam": _LAM},
         requires="QSGS2AUC", callback=True, ours=True),
     "tsgsu": ModelSpec(
         "tsgsu", "su", _ours("TSGSU"),
-        {"sigma_rel": _SIGMA, "lam": _LAM, "eta0": _ETA},
+        {"sigma_rel": _SIGMA, "lam": _LAM},
         requires="TSGSU", callback=True, ours=True),
     "cccp_tsvm": ModelSpec(
         "cccp_tsvm", "ssl", _ours("CCCPTSVM", c_star=True, callback=False),
