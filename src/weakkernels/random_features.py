@@ -65,7 +65,7 @@ _PREDICT_ROWS = 1 << 16
 _INV_2PI_F = np.float32(1.0 / _TWO_PI)
 _2PI_HI_F = np.float32(6.28125)
 _2PI_LO_F = np.float32(_TWO_PI - 6.28125)
-_PI_F = np.float32(math.pi)
+_H2_MAX_F = np.float32((math.pi / 2) ** 2)
 
 # Largest phase scale ``||omega|| * ||x||`` the float32 path accepts. The float32
 # phase ``omega.x + b`` is only known to its ulp (2^-7 rad at 2^16), and the
@@ -162,7 +162,8 @@ def _fast_cos(x):
 
     Reduce ``x`` to ``r`` in [-pi, pi], then ``cos r = 1 - 2 sin^2(r/2)`` with a
     degree-11 odd Taylor polynomial for ``sin`` on [-pi/2, pi/2] (error < 1e-7,
-    far below the Monte-Carlo error of any random-feature expansion).
+    far below the Monte-Carlo error of any random-feature expansion), written
+    in ``h^2 = (r/2)^2`` alone: ``sin^2 h = h^2 p(h^2)^2``.
 
     Range reduction error: the callers' fastmath ``reassoc`` lets LLVM fold
     the two Cody-Waite steps into one product by ``float32(2 pi)``, so ``r``
@@ -172,24 +173,23 @@ def _fast_cos(x):
     (7.8e-3), so the phase itself, not the reduction, bounds the accuracy.
     An exact reduction in float64 cost 60 % of the cosine pass at 4096
     features. Inputs beyond the limit are refused by
-    :meth:`FeatureSpec.check_phase_range`; ``r`` is still clamped to
-    [-pi, pi], so a stray large phase (a Cauchy frequency of the Laplacian
+    :meth:`FeatureSpec.check_phase_range`; ``h^2`` is still clamped to
+    ``(pi/2)^2``, so a stray large phase (a Cauchy frequency of the Laplacian
     kernel) gives a bounded value, never the polynomial far outside its range
-    (which returned up to ~1e34).
+    (which returned up to ~1e34, or inf). One ``min`` costs ~2 % of the cosine
+    pass; clamping ``r`` on both sides cost ~12 %.
     """
     k = np.floor(x * _INV_2PI_F + np.float32(0.5))
     r = (x - k * _2PI_HI_F) - k * _2PI_LO_F
-    r = min(max(r, -_PI_F), _PI_F)
     h = r * np.float32(0.5)
-    h2 = h * h
+    h2 = min(h * h, _H2_MAX_F)
     p = np.float32(-2.5052108385441720e-08)
     p = p * h2 + np.float32(2.7557319223985893e-06)
     p = p * h2 + np.float32(-1.9841269841269841e-04)
     p = p * h2 + np.float32(8.3333333333333333e-03)
     p = p * h2 + np.float32(-1.6666666666666667e-01)
     p = p * h2 + np.float32(1.0)
-    s = h * p
-    return np.float32(1.0) - np.float32(2.0) * s * s
+    return np.float32(1.0) - np.float32(2.0) * h2 * (p * p)
 
 
 def _make_fourier_kernels(cos_fn, real):
@@ -350,7 +350,23 @@ class FeatureSpec:
             return math.sqrt(2.0 / self.block_size)
         return math.sqrt(1.0 / self.block_size)
 
-    def check_phase_range(self, X: np.ndarray, W: np.ndarray) -> None:
+    def median_frequency_norm(self) -> float:
+        """Median of ``||omega_j||`` over the first >= 256 features (cached).
+
+        Every block draws its frequencies from one distribution, so this is a
+        property of the spec, computed once (regenerating a few blocks) rather
+        than from each ``W`` a solver passes in: per call, a d x 256 pass and a
+        partition cost ~4 % of a d = 8 training run.
+        """
+        cached = self.__dict__.get("_median_frequency_norm")
+        if cached is None:
+            W, _ = self.blocks(0, -(-_PHASE_SAMPLE // self.block_size))
+            w2 = np.einsum("ij,ij->j", W, W, dtype=np.float64)
+            cached = math.sqrt(float(np.median(w2)))
+            self._median_frequency_norm = cached
+        return cached
+
+    def check_phase_range(self, X: np.ndarray) -> None:
         """Refuse float32 Fourier features whose phases float32 cannot hold.
 
         The phase of feature ``j`` at ``x`` is ``omega_j . x + b_j``; its
@@ -360,24 +376,14 @@ class FeatureSpec:
         ``FLOAT32_PHASE_LIMIT``: then most features are noise. The median, not
         the maximum, because the Laplacian kernel's Cauchy frequencies always
         include a few huge ones; those few lose accuracy gracefully (the
-        cosine's reduction clamps). Costs one pass over ``X`` (n d) and over
-        at most 256 columns of ``W``, against the GEMM's n d F.
+        cosine clamps). Costs one pass over ``X`` (n d) against the GEMM's
+        n d F.
         """
         if self.dtype != np.float32 or not self.is_fourier or X.size == 0:
             return
-        if W.shape[1] == 0:
-            return
-        # float32 sums (an overflow to inf is a refusal, as it should be). The
-        # (upper) median over the first _PHASE_SAMPLE features only: every block
-        # draws its frequencies from one distribution, and the full d x F pass
-        # cost 14 % of the GEMM in training (float64 einsum, 12 800 features).
-        # np.partition, not np.median: with np.median the check took 6.3 % of
-        # a d = 8 training run (benchmarks/throughput.py shapes), now ~1-3 %.
-        Ws = W[:, :_PHASE_SAMPLE]
-        w2 = np.einsum("ij,ij->j", Ws, Ws)
-        half = w2.size // 2
-        w_norm = math.sqrt(float(np.partition(w2, half)[half]))
+        # float32 sums: an overflow to inf is a refusal, as it should be
         x_norm = math.sqrt(float(np.einsum("ij,ij->i", X, X).max()))
+        w_norm = self.median_frequency_norm()
         scale = x_norm * w_norm
         if not scale <= FLOAT32_PHASE_LIMIT:
             raise ValueError(
@@ -393,7 +399,7 @@ class FeatureSpec:
         """The feature map of the given (concatenated) blocks at ``X``."""
         X = np.ascontiguousarray(X, dtype=self.dtype)
         if self.is_fourier:
-            self.check_phase_range(X, W)
+            self.check_phase_range(X)
             Z = X @ W
             par = _parallel_worth_it(Z.size)
             _KERNELS[self.dtype][2 + par](Z, second, self.dtype.type(self.norm))
@@ -414,7 +420,7 @@ class FeatureSpec:
             Phi = self.features(X, W, second)
             out += scale * (Phi.astype(np.float64) @ coefT.T.astype(np.float64))
             return
-        self.check_phase_range(X, W)
+        self.check_phase_range(X)
         n, F = X.shape[0], W.shape[1]
         rows = max(1, min(n, _GEMM_ELEMS // max(F, 1)))
         if buf is None or buf.size < rows * F:
