@@ -61,7 +61,7 @@ def test_headline_is_small_and_skips_flagged_models():
     per_seed, summary = _fake(np.random.default_rng(0))
     head = headline(summary)
     assert set(head) == {"g50c", "cod-rna"}
-    for ds, entry in head.items():
+    for entry in head.values():
         assert set(entry) == {"ours", "base", "flagged"}
     assert head["g50c"]["flagged"] == 1 and head["cod-rna"]["flagged"] == 0
     base_g50c = [summary[m]["g50c"]["nu500"]["test_error_mean"]
