@@ -27,7 +27,7 @@ from weakkernels import CCCPTSVM, TSGS3VM  # noqa: E402
 from weakkernels.pipeline.datasets import load_raw  # noqa: E402
 
 VARIANTS = {
-    "default (mean balance, da, 1024 features, annealed)": {},
+    "default (smooth hinge, mean balance, da, annealed)": {},
     "balance=quantile": {"balance": "quantile"},
     "balance=none (free bias)": {"balance": "none"},
     "unlabeled_loss=sshg": {"unlabeled_loss": "sshg"},
@@ -35,6 +35,7 @@ VARIANTS = {
     "max_features=512": {"max_features": 512},
     "max_features=2048": {"max_features": 2048},
     "loss=hinge": {"loss": "hinge"},
+    "loss=squared_hinge": {"loss": "squared_hinge"},
     "C_star=0 (supervised only)": {"C_star": 0.0},
 }
 
