@@ -210,14 +210,19 @@ def _run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
 
 
 def estimator_code_hash() -> str:
-    """sha256 over the estimator modules (``src/weakkernels/*.py``)."""
+    """sha256 over the code a trial's loss depends on: the estimator modules,
+    the pipeline package (model factories, the validation objective) and this
+    script. A study is resumed only by the code that ran its trials."""
     import hashlib
 
     import weakkernels
 
+    pkg = Path(weakkernels.__file__).parent
+    paths = sorted(pkg.glob("*.py")) + sorted((pkg / "pipeline").glob("*.py"))
     h = hashlib.sha256()
-    for path in sorted(Path(weakkernels.__file__).parent.glob("*.py")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    for path in [*paths, Path(__file__).resolve()]:
+        h.update(path.relative_to(path.parents[1]).as_posix().encode() + b"\0"
+                 + path.read_bytes())
     return h.hexdigest()[:16]
 
 
