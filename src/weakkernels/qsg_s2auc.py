@@ -66,6 +66,7 @@ from weakkernels._dsg import (
 from weakkernels._validation import (
     UNLABELED,
     check_divergence,
+    check_fitted_model,
     validate_predict,
     validate_semi_supervised,
 )
@@ -215,6 +216,8 @@ class _AUCRankerMixin:
 
     def _fit_platt(self, XL, y01):
         fL = self.decision_function(XL)
+        # non-finite -> ValueError naming the kernel; constant -> warning
+        check_fitted_model(self, fL, fL)
         self.platt_ = np.array(fit_platt(fL, y01))
 
     def predict(self, X):

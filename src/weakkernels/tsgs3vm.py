@@ -48,6 +48,7 @@ from weakkernels._dsg import (
 )
 from weakkernels._validation import (
     check_divergence,
+    check_fitted_model,
     validate_predict,
     validate_semi_supervised,
 )
@@ -314,6 +315,8 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
         result.model.release()
         # Platt scaling on the labeled points: the only ones with known labels.
         fL = self.decision_function(XL)
+        # non-finite -> ValueError naming the kernel; constant -> warning
+        check_fitted_model(self, np.r_[self.coef_.ravel(), self.intercept_], fL)
         fL = fL[:, None] if fL.ndim == 1 else fL
         self.platt_ = np.array(
             [fit_platt(fL[:, k], (Y[:, k] > 0).astype(float)) for k in range(K)]

@@ -78,6 +78,7 @@ from weakkernels._dsg import (
 )
 from weakkernels._validation import (
     check_divergence,
+    check_fitted_model,
     check_magnitude,
     validate_predict,
 )
@@ -476,6 +477,8 @@ class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
         points equal ``prior_`` -- the only calibration target SU data supports.
         """
         f = self._raw_decision(XU[seeded_sample(XU.shape[0], 4096, seed)])
+        # non-finite -> ValueError naming the kernel; constant -> warning
+        check_fitted_model(self, f, f)
         self.calibration_ = np.array(
             [self._PROBA_SLOPE, _prior_matched_offset(f, self._PROBA_SLOPE,
                                                       self.prior_)]
