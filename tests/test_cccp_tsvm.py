@@ -389,3 +389,19 @@ def _expected_failed_checks(estimator):
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_default_c_star_is_the_papers_heuristic_and_survives_save_load():
+    """Paper 004 Sec. 1.6.1.1: U C* = L C; C_star=None now means that rule."""
+    from tests._data import two_gaussians
+
+    from weakkernels import CCCPTSVM
+
+    X, y, _ = two_gaussians(n=120, d=3, n_labeled=20, seed=3)
+    est = CCCPTSVM(C=3.0, sigma=0.5).fit(X, y)
+    assert est.C_star_ == pytest.approx(3.0 * 20 / 100)
+    explicit = CCCPTSVM(C=3.0, C_star=0.6, sigma=0.5).fit(X, y)
+    np.testing.assert_array_equal(est.decision_function(X),
+                                  explicit.decision_function(X))
+    again = CCCPTSVM.from_bytes(est.to_bytes())
+    assert again.C_star_ == est.C_star_

@@ -584,9 +584,11 @@ class CCCPTSVM(_CCCPBase):
     C : float, default=1.0
         Weight of the labeled hinge losses (> 0).
     C_star : float or None, default=None
-        Weight ``C*`` of the unlabeled Ramp losses (>= 0). ``None`` means
-        ``C_star = C``. The paper's heuristic ``U C* = L C`` (Sec. 1.6.1.1) is
-        ``C_star = C * n_labeled / n_unlabeled``.
+        Weight ``C*`` of the unlabeled Ramp losses (>= 0). ``None`` is the
+        paper's heuristic ``U C* = L C`` (Sec. 1.6.1.1), ``C_star = C *
+        n_labeled / n_unlabeled`` (the value used is ``C_star_``); the same
+        rule as the random-feature S3VMs' default. One-vs-rest problems share
+        it: every binary problem has the same L and U.
     s : float in (-1, 0], default=-0.3
         Ramp cut-off; ``s = 0`` is the symmetric hinge ``H_1(|f|)`` and
         ``s < 0`` gives a flat plateau of width ``2|s|`` around ``f = 0``.
@@ -674,7 +676,9 @@ class CCCPTSVM(_CCCPBase):
         self
         """
         X, y, labeled, classes = validate_semi_supervised(self, X, y)
-        C_star = self.C if self.C_star is None else self.C_star
+        n_lab = int(np.count_nonzero(labeled))
+        C_star = (self.C * n_lab / max(labeled.size - n_lab, 1)
+                  if self.C_star is None else self.C_star)
         if C_star > self.C:
             self._check_numerics(X, C_star, "C_star")
         else:
@@ -691,7 +695,8 @@ class CCCPTSVM(_CCCPBase):
             Xb, np.arange(L, L + U) if self.balance else None
         )
         C = float(self.C)
-        C_star = C if self.C_star is None else float(self.C_star)
+        C_star = float(C_star)
+        self.C_star_ = C_star
         s = float(self.s)
         opts = dict(tol=self.tol, max_iter=self.max_iter, shrinking=self.shrinking)
 
@@ -764,9 +769,13 @@ class CCCPTSVM(_CCCPBase):
 
     def _artifact_state(self):
         meta, arrays = super()._artifact_state()
+        meta["C_star"] = float(self.C_star_)
         arrays["transduction"] = self.transduction_
         return meta, arrays
 
     def _set_artifact_state(self, meta, arrays):
         super()._set_artifact_state(meta, arrays)
+        # files written before C_star_ was stored: the parameter, or C
+        c_star = meta.get("C_star", self.C if self.C_star is None else self.C_star)
+        self.C_star_ = float(c_star)
         self.transduction_ = arrays["transduction"]
