@@ -9,8 +9,10 @@ its test scores, flags degenerate models, and writes
   of the baselines at the comparison size, and the number of flagged models
   (DVC ``metrics:``; no timings, which change on every run);
 * ``<out>/summary.json`` -- mean and std over seeds per model / dataset /
-  unlabeled size, timings and the degenerate flags (for the report stage);
-* ``<out>/per_seed.json`` -- one record per run.
+  unlabeled size and the degenerate flags (for the report stage);
+* ``<out>/per_seed.json`` -- one record per run;
+* ``results/timings/{summary,per_seed}.json`` -- the same with the timings and
+  MLflow run ids (``--timings``; not DVC outputs: they change on every run).
 
 A model is *degenerate* on a test set when it predicts a single class or its
 error is at least the majority-class error (the error of always answering the
@@ -34,6 +36,7 @@ import numpy as np
 from weakkernels.pipeline.common import load_prepared
 from weakkernels.pipeline.models import load_model, scores
 from weakkernels.pipeline.storage import atomic_write_json, load_npz, load_params
+from weakkernels.pipeline.timings import TIMINGS_DIR, merge_runs, strip
 
 
 def test_metrics(y_true, y_pred, score) -> dict[str, float]:
@@ -192,19 +195,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--prepared", default="data/prepared")
     ap.add_argument("--out", default="results/evaluate")
     ap.add_argument("--metrics", default="metrics/test.json")
+    ap.add_argument("--timings", default=None,
+                    help="undeclared directory of timings and run ids "
+                    "(default: the timings directory beside <out>)")
     ap.add_argument("--params", default="params.yaml")
     args = ap.parse_args(argv)
+    if args.timings is None:  # results/timings beside results/<stage>
+        args.timings = Path(args.out).parent / TIMINGS_DIR.name
     params = load_params(args.params)
     train_out = json.loads(Path(args.runs).read_text())
+    side_path = Path(args.timings) / "train.json"
+    side = json.loads(side_path.read_text()) if side_path.exists() else {}
     per_seed, summary = evaluate(
-        train_out["runs"], args.predictions, args.prepared,
+        merge_runs(train_out["runs"], side), args.predictions, args.prepared,
         check_reload=bool(params["evaluate"]["check_reload"]),
     )
     bad = [r for r in per_seed if r.get("reload_max_abs_diff", 0.0) > 1e-6]
     if bad:
         raise RuntimeError(f"reloaded models disagree with their fits: {bad}")
-    atomic_write_json(Path(args.out) / "per_seed.json", per_seed)
-    atomic_write_json(Path(args.out) / "summary.json", summary)
+    # DVC outputs without timings and run ids; the full records go to the
+    # undeclared results/timings/ (weakkernels.pipeline.timings).
+    atomic_write_json(Path(args.out) / "per_seed.json", strip(per_seed))
+    atomic_write_json(Path(args.out) / "summary.json", strip(summary))
+    atomic_write_json(Path(args.timings) / "per_seed.json", per_seed)
+    atomic_write_json(Path(args.timings) / "summary.json", summary)
     atomic_write_json(args.metrics, headline(summary))
     if any(r.get("run_id") for r in per_seed):
         from weakkernels.pipeline.storage import repo_root
@@ -212,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
 
         setup_mlflow(params["mlflow"]["experiment"],
                      repo_root(Path(args.params).resolve().parent))
-        log_to_mlflow(per_seed, summary, train_out.get("parent_run_id"))
+        log_to_mlflow(per_seed, summary, side.get("parent_run_id"))
     for model, by_ds in summary.items():
         for dataset, by_nu in by_ds.items():
             for nu, e in by_nu.items():

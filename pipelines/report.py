@@ -1,22 +1,30 @@
 """Stage ``report``: PNG plots and a markdown summary of the evaluated runs.
 
 Every plot has one panel per dataset x unlabeled size (every size, every model
-that ran at it; one colour per model in every plot, one shared legend):
+that ran at it; one colour per model in every plot, one shared legend).  The DVC
+outputs are reproducible (no timings, no run ids, no PNG software stamp):
 
-* ``error_vs_time.png`` -- mean test error against mean training time (bars =
-  std over seeds; an ``x`` marks a model flagged degenerate);
-* ``error_boxplot.png`` -- test error over seeds per model (horizontal, so the
-  model names never overlap);
-* ``time_vs_unlabeled.png`` -- training time against the number of unlabeled
-  points, log-log (one panel per dataset);
-* ``val_curves.png`` -- validation error against training time for the models
-  that report through ``callback`` (first seed).
+* ``plots/error_boxplot.png`` -- test error over seeds per model (horizontal, so
+  the model names never overlap);
+* ``plots/val_curves.png`` -- validation error against iterations for the
+  models that report through ``callback`` (first seed);
+* ``reports/summary.md`` -- one table per dataset and unlabeled size; a model
+  that predicts one class or is no better than the majority class is marked and
+  explained in a footnote.
 
-``reports/summary.md`` has one table per dataset and unlabeled size; a model
-that predicts one class or is no better than the majority class is marked and
-explained in a footnote.  The PNGs are DVC image plots (``dvc plots show`` writes
-``dvc_plots/index.html``, no network needed) and are also logged to MLflow with
-the markdown table.
+Timings change on every run, so they go to undeclared, gitignored files, from
+``results/timings/`` (evaluate's records with timings):
+
+* ``plots/timings/error_vs_time.png`` -- mean test error against mean training
+  time (bars = std over seeds; an ``x`` marks a model flagged degenerate);
+* ``plots/timings/time_vs_unlabeled.png`` -- training time against the number of
+  unlabeled points, log-log (one panel per dataset);
+* ``plots/timings/val_curves_time.png`` -- validation error against training time;
+* ``reports/timings.md`` -- mean fit / predict times per model.
+
+The PNGs of ``plots/`` are DVC image plots (``dvc plots show`` writes
+``dvc_plots/index.html``, no network needed); everything is also logged to
+MLflow (the train run), where runs' timings are compared.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from weakkernels.pipeline.storage import atomic_write, atomic_write_text, load_npz
+from weakkernels.pipeline.timings import merge_runs
 
 FLAG = "⚠"
 
@@ -37,8 +46,10 @@ FLAG = "⚠"
 def _save(fig, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
+    # No "Software" (matplotlib version) chunk: the bytes depend on the figure only.
     atomic_write(path, lambda p: fig.savefig(p, format="png", dpi=100,
-                                             bbox_inches="tight"))
+                                             bbox_inches="tight",
+                                             metadata={"Software": None}))
     plt.close(fig)
     return path
 
@@ -187,7 +198,8 @@ def plot_error_boxplot(per_seed, path, flagged=frozenset()):
     fig, panels = _grid(cells, height=max(2.5, 0.45 * n_models + 1.2))
     for ax, ds, nu, recs in panels:
         # Best (lowest mean error) at the top.
-        models = sorted({r["model"] for r in recs},
+        # Ties by name: a set's order changes with PYTHONHASHSEED.
+        models = sorted(sorted({r["model"] for r in recs}),
                         key=lambda m: -np.mean([r["test_error"] for r in recs
                                                 if r["model"] == m]))
         data = [[r["test_error"] for r in recs if r["model"] == m] for m in models]
@@ -207,20 +219,28 @@ def plot_error_boxplot(per_seed, path, flagged=frozenset()):
     return _save(fig, path)
 
 
-def plot_val_curves(runs, pred_dir, path):
+def plot_val_curves(runs, pred_dir, path, times=False):
+    """Validation loss against iterations, or against training time (``times``:
+    the runs carry ``curve_time_s`` from results/timings/train.json)."""
     curves = defaultdict(list)
     for r in runs:
         c = load_npz(Path(pred_dir) / r["predictions"])["curve"]
-        if len(c) and r["seed"] == min(x["seed"] for x in runs):
-            curves[r["dataset"]].append((r["model"], r["n_unlabeled"], c))
+        xs = c[:, 0] if len(c) else c
+        if times and len(c):
+            xs = np.asarray(r.get("curve_time_s", []), dtype=np.float64)
+            if len(xs) != len(c):
+                continue
+        if len(c) and r["seed"] == min(q["seed"] for q in runs):
+            curves[r["dataset"]].append((r["model"], r["n_unlabeled"],
+                                         np.c_[xs, c[:, 1]]))
     fig, axes = _plt().subplots(1, max(1, len(curves)),
                                 figsize=(5.2 * max(1, len(curves)), 4.0),
                                 squeeze=False)
     axes = axes[0]
     for ax, (ds, items) in zip(axes, sorted(curves.items()), strict=False):
         for model, nu, c in items:
-            ax.plot(c[:, 2], c[:, 1], ".-", label=f"{model} nu={nu}")
-        ax.set_xlabel("training time [s]")
+            ax.plot(c[:, 0], c[:, 1], ".-", label=f"{model} nu={nu}")
+        ax.set_xlabel("training time [s]" if times else "iteration")
         ax.set_ylabel("validation loss")
         ax.set_title(ds)
         ax.grid(True, alpha=0.3)
@@ -241,11 +261,12 @@ def flagged_cells(summary: dict) -> set[tuple[str, str, int]]:
 
 def summary_table(summary: dict) -> str:
     lines = ["# Results", "",
-             "Mean +- std over seeds; times in seconds (fit excludes the warm-up, "
-             "which holds numba compilation). One table per dataset and number of "
+             "Mean +- std over seeds. One table per dataset and number of "
              f"unlabeled points, best first. {FLAG} marks a *degenerate* model "
              "(it predicts one class, or its error is at least the majority-class "
-             "error on the test set); the footnotes give the reason.", ""]
+             "error on the test set); the footnotes give the reason. Timings are "
+             "not here (this file is a DVC output and must be reproducible): see "
+             "`reports/timings.md`, `plots/timings/` and MLflow.", ""]
     rows = []
     for model, by_ds in summary.items():
         for ds, by_nu in by_ds.items():
@@ -256,9 +277,8 @@ def summary_table(summary: dict) -> str:
         lines += [f"## {ds}", ""]
         for nu in sorted({r[1] for r in rows if r[0] == ds}):
             lines += [f"### {ds}, n_unlabeled = {nu}", "",
-                      "| model | test error | test AUC | fit time | "
-                      "predict time | seeds |",
-                      "|---|---:|---:|---:|---:|---:|"]
+                      "| model | test error | test AUC | seeds |",
+                      "|---|---:|---:|---:|"]
             sel = sorted((r for r in rows if r[0] == ds and r[1] == nu),
                          key=lambda r: (r[3].get("degenerate", False),
                                         r[3]["test_error_mean"]))
@@ -272,8 +292,7 @@ def summary_table(summary: dict) -> str:
                     name = f"{model} {FLAG}[^{len(notes)}]"
                 lines.append(
                     f"| {name} | {e['test_error_mean']:.4f} +- "
-                    f"{e['test_error_std']:.4f} | {auc} | {e['fit_time_s_mean']:.3f} "
-                    f"| {e['predict_time_s_mean']:.4f} | {e['n_seeds']} |")
+                    f"{e['test_error_std']:.4f} | {auc} | {e['n_seeds']} |")
             lines.append("")
     if notes:
         lines += [f"{FLAG} {len(notes)} degenerate result(s): do not read these "
@@ -283,16 +302,63 @@ def summary_table(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def timings_table(summary: dict, parent_run_id: str | None = None) -> str:
+    """Markdown table of mean fit / predict time per dataset and size."""
+    lines = ["# Timings", "",
+             "Wall-clock seconds, mean +- std over seeds (fit excludes the warm-up, "
+             "which holds numba compilation). Written by the `report` stage but not "
+             "a DVC output: timings change on every run, so they would make "
+             "`dvc.lock` and `git status` dirty. Compare runs in MLflow (metrics "
+             "`fit_time_s`, `predict_time_s`, `compile_time_s`).", ""]
+    if parent_run_id:
+        lines += [f"MLflow train run: `{parent_run_id}`.", ""]
+    rows = [(ds, int(nu[2:]), model, e) for model, by_ds in summary.items()
+            for ds, by_nu in by_ds.items() for nu, e in by_nu.items()]
+    for ds in sorted({r[0] for r in rows}):
+        for nu in sorted({r[1] for r in rows if r[0] == ds}):
+            lines += [f"## {ds}, n_unlabeled = {nu}", "",
+                      "| model | test error | fit time [s] | predict time [s] |",
+                      "|---|---:|---:|---:|"]
+            sel = sorted((r for r in rows if r[0] == ds and r[1] == nu),
+                         key=lambda r: r[3].get("fit_time_s_mean", 0.0))
+            for _, _, model, e in sel:
+                fit = (f"{e['fit_time_s_mean']:.3f} +- "
+                       f"{e.get('fit_time_s_std', 0.0):.3f}"
+                       if "fit_time_s_mean" in e else "n/a")
+                pred = (f"{e['predict_time_s_mean']:.4f}"
+                        if "predict_time_s_mean" in e else "n/a")
+                flag = f" {FLAG}" if e.get("degenerate") else ""
+                lines.append(f"| {model}{flag} | {e['test_error_mean']:.4f} | {fit} "
+                             f"| {pred} |")
+            lines.append("")
+    return "\n".join(lines)
+
+
 def report(per_seed, summary, runs, pred_dir, plots_dir, summary_path) -> list[Path]:
+    """The DVC outputs: plots and summary without timings (reproducible)."""
+    plots_dir = Path(plots_dir)
+    flagged = flagged_cells(summary)
+    paths = [
+        plot_error_boxplot(per_seed, plots_dir / "error_boxplot.png", flagged),
+        plot_val_curves(runs, pred_dir, plots_dir / "val_curves.png"),
+    ]
+    atomic_write_text(summary_path, summary_table(summary))
+    return paths
+
+
+def timings_report(per_seed, summary, runs, pred_dir, plots_dir, md_path,
+                   parent_run_id=None) -> list[Path]:
+    """Timing plots and table (records with timings, results/timings/): not DVC
+    outputs, gitignored."""
     plots_dir = Path(plots_dir)
     flagged = flagged_cells(summary)
     paths = [
         plot_error_vs_time(per_seed, plots_dir / "error_vs_time.png", flagged),
         plot_time_vs_unlabeled(per_seed, plots_dir / "time_vs_unlabeled.png"),
-        plot_error_boxplot(per_seed, plots_dir / "error_boxplot.png", flagged),
-        plot_val_curves(runs, pred_dir, plots_dir / "val_curves.png"),
+        plot_val_curves(runs, pred_dir, plots_dir / "val_curves_time.png",
+                        times=True),
     ]
-    atomic_write_text(summary_path, summary_table(summary))
+    atomic_write_text(md_path, timings_table(summary, parent_run_id))
     return paths
 
 
@@ -304,6 +370,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--predictions", default="results/predictions")
     ap.add_argument("--plots", default="plots")
     ap.add_argument("--summary", default="reports/summary.md")
+    ap.add_argument("--timings", default="results/timings",
+                    help="evaluate's records with timings and run ids (undeclared)")
+    ap.add_argument("--timings-plots", default="plots/timings")
+    ap.add_argument("--timings-report", default="reports/timings.md")
     ap.add_argument("--params", default="params.yaml")
     args = ap.parse_args(argv)
     per_seed = json.loads(Path(args.per_seed).read_text())
@@ -311,7 +381,19 @@ def main(argv: list[str] | None = None) -> int:
     train_out = json.loads(Path(args.runs).read_text())
     paths = report(per_seed, summary, train_out["runs"], args.predictions,
                    args.plots, args.summary)
-    parent = train_out.get("parent_run_id")
+    artifacts = [*paths, Path(args.summary)]
+    tdir = Path(args.timings)
+    parent = None
+    if (tdir / "per_seed.json").exists() and (tdir / "summary.json").exists():
+        side_path = tdir / "train.json"
+        side = json.loads(side_path.read_text()) if side_path.exists() else {}
+        parent = side.get("parent_run_id")
+        artifacts += timings_report(
+            json.loads((tdir / "per_seed.json").read_text()),
+            json.loads((tdir / "summary.json").read_text()),
+            merge_runs(train_out["runs"], side), args.predictions,
+            args.timings_plots, args.timings_report, parent)
+        artifacts.append(Path(args.timings_report))
     if parent:
         import mlflow
 
@@ -322,9 +404,8 @@ def main(argv: list[str] | None = None) -> int:
         setup_mlflow(params["mlflow"]["experiment"],
                      repo_root(Path(args.params).resolve().parent))
         with mlflow.start_run(run_id=parent):
-            for p in paths:
+            for p in artifacts:
                 mlflow.log_artifact(str(p), artifact_path="report")
-            mlflow.log_artifact(args.summary, artifact_path="report")
     print(Path(args.summary).read_text())
     return 0
 

@@ -55,9 +55,10 @@ def main(argv: list[str] | None = None) -> int:
         if headline.exists():
             mlflow.log_metrics({f"test_error.{k}": v for k, v in
                                 _flat(json.loads(headline.read_text())).items()})
-        summary = root / "reports" / "summary.md"
-        if summary.exists():
-            mlflow.log_artifact(str(summary), artifact_path="report")
+        for name in ("summary.md", "timings.md"):  # timings.md: not a DVC output
+            if (root / "reports" / name).exists():
+                mlflow.log_artifact(str(root / "reports" / name),
+                                    artifact_path="report")
         if run.info.experiment_id == "0":
             print("note: this run is in MLflow's 'Default' experiment; pass "
                   f"--experiment-name {params['mlflow']['experiment']} to mlflow run",

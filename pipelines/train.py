@@ -4,12 +4,14 @@ For every run it measures, separately: a warm-up fit on a tiny subset
 (``compile_time_s``: numba compilation + a tiny fit; only the first run of a
 model in the process pays the compilation), the real fit (``fit_time_s``,
 excluding the time spent in the validation callback) and prediction on the test
-set (``predict_time_s``).  Estimators with a ``callback`` log the validation
-error against iterations (``val_error``, ``step=`` iteration) and the matching
-training time (``train_time_s``, same steps).  Our models are saved with
-``est.save`` (pickle-free file), logged as an artifact and as an MLflow pyfunc
-model that applies the ``prepare`` stage's scaling itself (it takes raw
-rows).  Test scores go to ``<predictions>/<run>.npz`` for the evaluate stage.
+set (``predict_time_s``); these, the curve's times and the MLflow run ids go
+to the undeclared ``results/timings/train.json``, not to the DVC outputs.
+Estimators with a ``callback`` log the validation error against iterations
+(``val_error``, ``step=`` iteration) and the matching training time
+(``train_time_s``, same steps). Our models are saved with ``est.save``
+(pickle-free file), logged as an artifact and as an MLflow pyfunc model that
+applies the ``prepare`` stage's scaling itself (it takes raw rows). Test scores go to
+``<predictions>/<run>.npz`` for the evaluate stage.
 
 MLflow layout: one parent run ``train`` per stage, a nested run per model x
 dataset x n_unlabeled, and inside it one nested run per seed.
@@ -48,6 +50,7 @@ from weakkernels.pipeline.storage import (
     repo_root,
     save_npz,
 )
+from weakkernels.pipeline.timings import TIMINGS_DIR, strip, volatile
 
 
 def warmup_rows(y_fit: np.ndarray, is_su: bool, n: int = 40) -> np.ndarray:
@@ -192,9 +195,11 @@ def _train_seed(model, dataset, X, y, kind, splits_dir, models_dir, pred_dir, n_
         out = train_one(model, X, y, split, n_u, params, fixed, seed=seed,
                         callback_every=int(cfg["callback_every"]),
                         model_path=model_path, on_curve=on_curve)
+        # The curve's wall-clock column stays out of the DVC output (see
+        # weakkernels.pipeline.timings): iteration and validation loss only.
         save_npz(Path(pred_dir) / f"{tag}.npz", test_idx=out["test_idx"],
                  y_test=out["y_test"], pred_test=out["pred_test"],
-                 score_test=out["score_test"], curve=out["curve"])
+                 score_test=out["score_test"], curve=out["curve"][:, :2])
         rec = {
             "model": model, "dataset": dataset, "n_unlabeled": n_u, "seed": seed,
             "task": MODELS[model].task, "predictions": f"{tag}.npz",
@@ -203,6 +208,7 @@ def _train_seed(model, dataset, X, y, kind, splits_dir, models_dir, pred_dir, n_
                                    "predict_time_s", "val_loss", "train_error",
                                    "n_fit", "n_labeled")},
             "run_id": run.info.run_id if run else None,
+            "curve_time_s": [float(t) for t in out["curve"][:, 2]],
         }
         if run is not None:
             mlflow.set_tags({"model": model, "dataset": dataset,
@@ -238,9 +244,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models-dir", default="models")
     ap.add_argument("--predictions", default="results/predictions")
     ap.add_argument("--out", default="results/train/runs.json")
+    ap.add_argument("--timings", default=None,
+                    help="undeclared directory for timings and run ids "
+                    "(default: the timings directory beside <out>)")
     ap.add_argument("--params", default="params.yaml")
     ap.add_argument("--seeds", default=None, help="override train.seeds (1,2,3)")
     args = ap.parse_args(argv)
+    if args.timings is None:  # results/timings beside results/<stage>
+        args.timings = Path(args.out).parent.parent / TIMINGS_DIR.name
     params = load_params(args.params)
     if args.seeds is not None:
         params["train"]["seeds"] = [int(s) for s in args.seeds.split(",") if s]
@@ -261,8 +272,12 @@ def main(argv: list[str] | None = None) -> int:
                                                         ("train", "models", "data")}))
         records = train(pairs, best, args.prepared, args.splits, args.models_dir,
                         args.predictions, params["train"], params["models"])
-    atomic_write_json(args.out, {"parent_run_id": parent.info.run_id,
-                                 "runs": records})
+    # runs.json (a DVC output) holds what a rerun reproduces; timings and
+    # MLflow run ids go to the undeclared sidecar results/timings/train.json.
+    atomic_write_json(args.out, {"runs": strip(records)})
+    atomic_write_json(Path(args.timings) / "train.json",
+                      {"parent_run_id": parent.info.run_id,
+                       "runs": {r["predictions"]: volatile(r) for r in records}})
     for r in records:
         print(f"train {r['model']}/{r['dataset']} nu={r['n_unlabeled']} "
               f"seed={r['seed']}: fit {r['fit_time_s']:.3f}s "

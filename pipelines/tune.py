@@ -55,6 +55,7 @@ from weakkernels.pipeline.storage import (
     repo_root,
     sha256_file,
 )
+from weakkernels.pipeline.timings import TIMINGS_DIR, strip, volatile
 from weakkernels.pipeline.tuning import (
     claim_trial,
     mask_url,
@@ -385,8 +386,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="results/tune")
     ap.add_argument("--metrics", default="metrics/tune.json")
     ap.add_argument("--params", default="params.yaml")
+    ap.add_argument("--timings", default=None,
+                    help="undeclared directory for MLflow run ids "
+                    "(default: the timings directory beside <out>)")
     ap.add_argument("--n-trials", default=None, help="override tune.n_trials")
     args = ap.parse_args(argv)
+    if args.timings is None:  # results/timings beside results/<stage>
+        args.timings = Path(args.out).parent / TIMINGS_DIR.name
     params = load_params(args.params)
     if args.n_trials is not None:
         params["tune"]["n_trials"] = int(float(args.n_trials))
@@ -406,7 +412,10 @@ def main(argv: list[str] | None = None) -> int:
                                                        ("tune", "models", "data")}))
         best = tune(pairs, args.prepared, args.splits, cfg, params["models"],
                     root=root)
-    atomic_write_json(Path(args.out) / "best_params.json", best)
+    # MLflow run ids are new on every run: the sidecar, not the DVC output.
+    atomic_write_json(Path(args.out) / "best_params.json", strip(best))
+    atomic_write_json(Path(args.timings) / "tune.json",
+                      {key: volatile(rec) for key, rec in best.items()})
     metrics: dict[str, dict] = {}
     for key, rec in best.items():
         model, dataset = key.split("/", 1)

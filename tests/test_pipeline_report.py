@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "pipelines"))
 
 from evaluate import degenerate_reason, headline  # noqa: E402
-from report import report, summary_table  # noqa: E402
+from report import report, summary_table, timings_report  # noqa: E402
 
 MODELS = ["svc", "self_training", "label_spreading", "rff_sgd", "tsgs3vm", "frs3vm",
           "qsgs2auc", "cccp_tsvm", "ramp_svm"]
@@ -96,7 +96,36 @@ def test_plots_show_every_model_at_every_size(tmp_path):
     save_npz(tmp_path / "pred" / "none.npz", curve=np.zeros((0, 3)))
     paths = report(per_seed, summary, per_seed, tmp_path / "pred", tmp_path / "plots",
                    tmp_path / "summary.md")
-    assert [p.name for p in paths] == ["error_vs_time.png", "time_vs_unlabeled.png",
-                                      "error_boxplot.png", "val_curves.png"]
-    h, w = matplotlib.image.imread(paths[0]).shape[:2]
+    assert [p.name for p in paths] == ["error_boxplot.png", "val_curves.png"]
+    assert "fit time" not in (tmp_path / "summary.md").read_text()
+    tpaths = timings_report(per_seed, summary, per_seed, tmp_path / "pred",
+                            tmp_path / "plots" / "timings", tmp_path / "timings.md",
+                            "abc123")
+    assert [p.name for p in tpaths] == ["error_vs_time.png", "time_vs_unlabeled.png",
+                                       "val_curves_time.png"]
+    h, w = matplotlib.image.imread(tpaths[0]).shape[:2]
     assert w > 2 * h  # a panel per size: 3 sizes of cod-rna side by side
+    md = (tmp_path / "timings.md").read_text()
+    assert "| fit time [s] |" in md and "`abc123`" in md
+
+
+def test_report_is_byte_identical_on_rerun(tmp_path):
+    """Same inputs, same bytes: no timestamps or software stamps in the PNGs."""
+    from weakkernels.pipeline.storage import save_npz
+
+    per_seed, summary = _fake(np.random.default_rng(3))
+    save_npz(tmp_path / "pred" / "none.npz", curve=np.zeros((0, 2)))
+    outs = []
+    for k in (1, 2):
+        paths = report(per_seed, summary, per_seed, tmp_path / "pred",
+                       tmp_path / f"plots{k}", tmp_path / f"summary{k}.md")
+        outs.append([p.read_bytes() for p in paths]
+                    + [(tmp_path / f"summary{k}.md").read_bytes()])
+        assert b"Software" not in outs[-1][0]
+    assert outs[0] == outs[1]
+    save_npz(tmp_path / "a.npz", x=np.arange(3))
+    import time
+
+    time.sleep(2.1)  # zip timestamps have a 2 s resolution
+    save_npz(tmp_path / "b.npz", x=np.arange(3))
+    assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()

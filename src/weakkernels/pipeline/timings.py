@@ -1,0 +1,45 @@
+"""Wall-clock timings and MLflow run ids, kept out of the DVC-declared outputs.
+
+Every output declared in ``dvc.yaml`` is a deterministic function of code,
+params and data, so a second ``dvc repro --force`` (or a fresh clone's run)
+gives byte-identical files and an identical ``dvc.lock``.  Timings change on
+every run and MLflow run ids are new on every run: the stages write them to
+the undeclared, gitignored ``results/timings/`` (and the report stage to
+``reports/timings.md`` and ``plots/timings/``); MLflow has them too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+# Record keys that change from run to run (also their ``_mean`` / ``_std``).
+VOLATILE = ("fit_time_s", "compile_time_s", "predict_time_s", "curve_time_s",
+            "run_id", "group_run_id", "parent_run_id", "mlflow_run_id", "pyfunc_uri")
+TIMINGS_DIR = Path("results") / "timings"
+
+
+def is_volatile(key: str) -> bool:
+    return key in VOLATILE or key.removesuffix("_mean").removesuffix("_std") \
+        in VOLATILE
+
+
+def strip(obj: Any) -> Any:
+    """``obj`` without the volatile keys of its (nested) dicts."""
+    if isinstance(obj, dict):
+        return {k: strip(v) for k, v in obj.items() if not is_volatile(str(k))}
+    if isinstance(obj, list):
+        return [strip(v) for v in obj]
+    return obj
+
+
+def volatile(rec: dict) -> dict:
+    """The volatile entries of one flat record."""
+    return {k: v for k, v in rec.items() if is_volatile(k)}
+
+
+def merge_runs(runs: list[dict], side: dict | None) -> list[dict]:
+    """Train records with their timings and run ids (keyed by ``predictions``)
+    from the sidecar put back; unchanged when there is none."""
+    by = (side or {}).get("runs", {})
+    return [{**r, **by.get(r.get("predictions"), {})} for r in runs]
