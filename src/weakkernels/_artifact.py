@@ -31,6 +31,7 @@ scikit-learn does.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import math
@@ -292,12 +293,45 @@ def load_bytes(payload: bytes, *, max_bytes: int = MAX_BYTES):
     return _REGISTRY[name]._from_artifact(meta, arrays)
 
 
+def _restoring_state(fit):
+    """Wrap ``fit`` so that a fit that raises leaves the estimator as it was.
+
+    scikit-learn's ``validate_data(reset=True)`` sets ``n_features_in_`` before
+    our own checks can refuse the labels, so a failed refit (new width, no
+    labeled point) used to leave the new width next to the old coefficients --
+    and compiled prediction code then read past its arrays (RELIABILITY.md,
+    round two). Fits assign new objects to their attributes (never mutate old
+    ones in place), so a shallow copy of ``__dict__`` is the whole state.
+    """
+
+    @functools.wraps(fit)
+    def fit_or_restore(self, *args, **kwargs):
+        before = dict(self.__dict__)
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
+
+    fit_or_restore._restores_state = True
+    return fit_or_restore
+
+
 class ArtifactMixin:
-    """``save``/``load``/``to_bytes`` for estimators.
+    """``save``/``load``/``to_bytes`` for estimators, and fits that restore the
+    previous fitted state when they fail (:func:`_restoring_state`, applied to
+    every ``fit`` a subclass defines).
 
     Subclasses implement ``_artifact_state() -> (meta, arrays)`` returning their
     fitted state, and ``_set_artifact_state(meta, arrays)`` restoring it.
     """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        fit = cls.__dict__.get("fit")
+        if fit is not None and not getattr(fit, "_restores_state", False):
+            cls.fit = _restoring_state(fit)
 
     def to_bytes(self) -> bytes:
         from sklearn.utils.validation import check_is_fitted

@@ -1,0 +1,44 @@
+"""A fit that fails leaves the estimator's fitted state as it was (RELIABILITY.md
+round two, item 6): no new width next to old coefficients, no read past arrays."""
+
+import numpy as np
+import pytest
+from tests._data import two_gaussians
+
+import weakkernels as wk
+
+SEMI = [
+    lambda: wk.TSGS3VM(max_features=64, max_iter=20, random_state=0),
+    lambda: wk.TSGS3VM(kernel="poly", max_features=64, max_iter=20, random_state=0),
+    lambda: wk.FRS3VM(n_components=32, max_iter=20, random_state=0),
+    lambda: wk.QSGS2AUC(max_features=64, max_iter=20, random_state=0),
+    lambda: wk.CCCPTSVM(max_cccp_iter=3),
+]
+
+
+@pytest.mark.parametrize("make", SEMI)
+def test_failed_refit_keeps_the_previous_model(make):
+    X, y, _ = two_gaussians(n=150, d=4, n_labeled=20, seed=1)
+    est = make().fit(X, y)
+    f_before = est.decision_function(X)
+    state = dict(est.__dict__)
+    wide = np.random.default_rng(0).normal(size=(150, 2000))
+    for bad_y in (np.full(150, -1), np.where(y == -1, -1, 0)):  # no labels; 1 class
+        with pytest.raises(ValueError):
+            est.fit(wide, bad_y)
+        assert est.n_features_in_ == 4
+        assert set(est.__dict__) == set(state)
+        np.testing.assert_array_equal(est.decision_function(X), f_before)
+        with pytest.raises(ValueError, match="features"):
+            est.decision_function(wide)
+
+
+def test_failed_first_fit_leaves_an_unfitted_estimator():
+    from sklearn.exceptions import NotFittedError
+
+    est = wk.TSGS3VM()
+    with pytest.raises(ValueError):
+        est.fit(np.zeros((10, 3)), np.full(10, -1))
+    assert not hasattr(est, "n_features_in_")
+    with pytest.raises(NotFittedError):
+        est.predict(np.zeros((2, 3)))
