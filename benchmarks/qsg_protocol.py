@@ -43,7 +43,8 @@ import numpy as np
 from sklearn.datasets import load_svmlight_file
 from sklearn.metrics import roc_auc_score
 
-from weakkernels.qsg_s2auc import PNUAUC, QSGS2AUC, ExactS2AUC, SupervisedKernelAUC
+from weakkernels.baselines.auc import PNUAUC, ExactS2AUC, SupervisedKernelAUC
+from weakkernels.qsg_s2auc import QSGS2AUC
 
 DATA = Path(os.environ.get("WEAKKERNELS_DATA", "/work/shared/data/raw"))
 N_LABELED = 200

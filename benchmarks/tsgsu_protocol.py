@@ -40,8 +40,9 @@ from pathlib import Path
 
 import numpy as np
 
+from weakkernels.baselines.su import CUU, SUSL
 from weakkernels.pipeline.splits import fit_arrays, resolve, su_split
-from weakkernels.tsgsu import CUU, SUSL, TSGSU, su_zero_one_risk
+from weakkernels.tsgsu import TSGSU, su_zero_one_risk
 
 DATA = Path(os.environ.get("WEAKKERNELS_DATA", "/work/shared/data/raw"))
 TUNE_SEED = 1000

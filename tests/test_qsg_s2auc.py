@@ -15,12 +15,14 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from tests._data import FITS_FULLY_LABELED_CHECKS, two_gaussians
 
 from weakkernels import QSGS2AUC, load
-from weakkernels.kernels import kernel_matrix
-from weakkernels.qsg_s2auc import (
+from weakkernels.baselines.auc import (
     PNUAUC,
     ExactS2AUC,
     SupervisedKernelAUC,
     pairwise_square_closed_form,
+)
+from weakkernels.kernels import kernel_matrix
+from weakkernels.qsg_s2auc import (
     pnu_auc_risk,
     pnu_auc_risk_grad,
     square_pair_loss,

@@ -16,16 +16,17 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from weakkernels import load
+from weakkernels.baselines.su import CUU, SUSL
+from weakkernels.class_prior import (
+    estimate_class_prior,
+    prior_from_mixture_proportion,
+)
 from weakkernels.kernels import kernel_matrix
 from weakkernels.random_features import FeatureSpec
 from weakkernels.tsgsu import (
     CORRECTIONS,
-    CUU,
     LOSSES,
-    SUSL,
     TSGSU,
-    estimate_class_prior,
-    prior_from_mixture_proportion,
     split_su,
     su_loss,
     su_loss_grad,

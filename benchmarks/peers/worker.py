@@ -124,11 +124,11 @@ def make_estimator(method: str, p: dict, seed: int):
 
         return TSGSU(random_state=seed, **p)
     if method == "cuu":
-        from weakkernels.tsgsu import CUU
+        from weakkernels.baselines.su import CUU
 
         return CUU(random_state=seed, **p)
     if method == "susl":
-        from weakkernels.tsgsu import SUSL
+        from weakkernels.baselines.su import SUSL
 
         return SUSL(random_state=seed, **p)
     if method == "qsgs2auc":
@@ -136,11 +136,11 @@ def make_estimator(method: str, p: dict, seed: int):
 
         return QSGS2AUC(random_state=seed, **p)
     if method == "pnu_auc":
-        from weakkernels.qsg_s2auc import PNUAUC
+        from weakkernels.baselines.auc import PNUAUC
 
         return PNUAUC(**p)
     if method == "supervised_auc":
-        from weakkernels.qsg_s2auc import SupervisedKernelAUC
+        from weakkernels.baselines.auc import SupervisedKernelAUC
 
         return SupervisedKernelAUC(**p)
     if method == "qns3vm":

@@ -33,8 +33,19 @@ _EXPORTS = {
     "load": "weakkernels._artifact",
     "ModelFormatError": "weakkernels._artifact",
 }
+# The papers' baselines: reachable here so that ``load`` finds the module that
+# registers them, but not in ``__all__`` -- import them from
+# ``weakkernels.baselines``.
+_BASELINES = {
+    "SUSL": "weakkernels.baselines.su",
+    "CUU": "weakkernels.baselines.su",
+    "PNUAUC": "weakkernels.baselines.auc",
+    "SupervisedKernelAUC": "weakkernels.baselines.auc",
+    "ExactS2AUC": "weakkernels.baselines.auc",
+}
+_EXPORTS.update(_BASELINES)
 
-__all__ = sorted(_EXPORTS) + ["__version__"]
+__all__ = sorted(set(_EXPORTS) - set(_BASELINES)) + ["__version__"]
 
 
 def __getattr__(name: str):

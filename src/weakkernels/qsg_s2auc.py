@@ -29,10 +29,9 @@ features -- by L-BFGS. Both run the shared loop
 :func:`weakkernels._dsg.fit_expansion`; prediction regenerates the features
 from their seeds (Algorithm 2).
 
-Baselines for the benchmark harness (exact kernel, O(n^3), not exported from
-``weakkernels``): :class:`PNUAUC` (Sakai, Niu, Sugiyama 2018, square loss),
-:class:`SupervisedKernelAUC` (PN pairs only) and :class:`ExactS2AUC` (the exact
-minimizer of Eq. (8)-(9), the target QSG-S2AUC converges to).
+The exact-kernel baselines of paper 003 (PNU-AUC, the supervised kernel AUC and
+the exact minimizer of Eq. (8)-(9)) are in :mod:`weakkernels.baselines.auc`;
+they share :class:`_AUCRankerMixin` with QSG-S2AUC.
 """
 
 from __future__ import annotations
@@ -43,7 +42,6 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.linalg
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.metrics import roc_auc_score
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -70,7 +68,7 @@ from weakkernels._validation import (
     validate_predict,
     validate_semi_supervised,
 )
-from weakkernels.kernels import KERNEL_CODES, RANDOM_FEATURE_KERNELS, kernel_matrix
+from weakkernels.kernels import RANDOM_FEATURE_KERNELS
 from weakkernels.random_features import (
     FeatureSpec,
     blas_single_thread,
@@ -589,241 +587,3 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         self.n_features_in_ = int(meta["n_features_in"])
         self.classes_ = arrays["classes"]
         self.platt_ = arrays["platt"]
-
-
-# ------------------------------------------- exact-kernel closed forms ------
-def pairwise_square_closed_form(K, sets, terms, lam):
-    """Exact minimizer of ``sum_s w_s R_s(f) + lam/2 ||f||_H^2`` over the span
-    of the training points, for pairwise square-loss risks.
-
-    ``R_s = mean_{i in A_s, j in B_s} (1 - f(x_i) + f(x_j))^2`` (all pairs;
-    ``A_s == B_s`` allowed, i = j included as in Sakai et al.'s code). With
-    ``f = K theta`` the gradient in ``f`` is ``sum_s w_s (2 D_s f - 2 e_s)``,
-    ``e_s = 1_A/|A| - 1_B/|B|``,
-    ``D_s = diag(1_A/|A| + 1_B/|B|) - a b^T - b a^T``; stationarity
-    ``K (2 D K theta - 2 e) + lam K theta = 0`` holds when
-    ``(D K + lam/2 I) theta = e`` -- an n x n LU solve, O(n^3).
-
-    Parameters
-    ----------
-    K : ndarray (n, n), kernel matrix of the training points.
-    sets : dict name -> index array.
-    terms : list of ``(A, B, w)`` set names and weights.
-    lam : float > 0.
-    """
-    n = K.shape[0]
-    dvec = np.zeros(n)
-    e = np.zeros(n)
-    DK = np.zeros((n, n))
-    for A, B, w in terms:
-        if w == 0.0:
-            continue
-        a = np.zeros(n)
-        a[sets[A]] = 1.0 / sets[A].size
-        b = np.zeros(n)
-        b[sets[B]] = 1.0 / sets[B].size
-        dvec += w * (a + b)
-        e += w * (a - b)
-        DK -= w * (np.outer(a, b @ K) + np.outer(b, a @ K))
-    DK += dvec[:, None] * K
-    DK[np.diag_indices(n)] += lam / 2.0
-    return scipy.linalg.solve(DK, e, check_finite=False)
-
-
-class _ExactAUCBase(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
-    """Exact-kernel pairwise square-loss AUC by :func:`pairwise_square_closed_form`."""
-
-    _parameter_constraints = {
-        "prior": [Interval(Real, 0, 1, closed="neither"), None],
-        "lam": [Interval(Real, 0, None, closed="neither")],
-        "kernel": [StrOptions(set(KERNEL_CODES))],
-        "sigma": [Interval(Real, 0, None, closed="neither")],
-        "degree": [Interval(Integral, 1, None, closed="left")],
-        "coef0": [Interval(Real, 0, None, closed="left")],
-        "max_samples": [Interval(Integral, 1, None, closed="left")],
-    }
-    _require_unlabeled = True
-    _labeled_only = False
-
-    def _terms(self):
-        raise NotImplementedError
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Fit on labeled and unlabeled samples (``y == -1`` unlabeled); two
-        labeled classes, ``classes_[1]`` positive."""
-        X, y, labeled, classes = validate_semi_supervised(
-            self, X, y, require_unlabeled=False
-        )
-        self.classes_ = classes
-        pos, neg = self._split_classes(
-            y, labeled, classes, require_unlabeled=self._require_unlabeled
-        )
-        keep = labeled if self._labeled_only else np.ones(X.shape[0], bool)
-        Xfit = X[keep]
-        if Xfit.shape[0] > self.max_samples:
-            raise ValueError(
-                f"{type(self).__name__} solves an n x n system (O(n^3)); "
-                f"n={Xfit.shape[0]} > max_samples={self.max_samples}. "
-                "Subsample the unlabeled data or raise max_samples."
-            )
-        sets = {
-            "P": np.flatnonzero(pos[keep]),
-            "N": np.flatnonzero(neg[keep]),
-            "U": np.flatnonzero(~labeled[keep]),
-        }
-        self.prior_ = self._resolve_prior(sets["P"].size, sets["N"].size)
-        K = self._kernel(Xfit, Xfit)
-        with blas_single_thread():
-            theta = pairwise_square_closed_form(K, sets, self._terms(), self.lam)
-        check_divergence(theta, "lam (regularization) upwards")
-        self.X_fit_ = Xfit
-        self.coef_ = theta
-        f = K @ theta
-        ref = sets["U"] if sets["U"].size else np.concatenate([sets["P"], sets["N"]])
-        self.threshold_ = self._quantile_threshold(f[ref])
-        self._fit_platt(X[labeled], (y[labeled] == classes[1]).astype(float))
-        return self
-
-    def _kernel(self, A, B):
-        return kernel_matrix(A, B, self.kernel, self.sigma, self.degree, self.coef0)
-
-    def decision_function(self, X):
-        """``sum_i theta_i k(x_i, x) - threshold_`` over the training points."""
-        check_is_fitted(self)
-        X = validate_predict(self, X)
-        return self._kernel(X, self.X_fit_) @ self.coef_ - self.threshold_
-
-    def _artifact_state(self):
-        meta = {"prior": self.prior_, "threshold": self.threshold_,
-                "n_features_in": self.n_features_in_}
-        arrays = {"X_fit": self.X_fit_, "coef": self.coef_,
-                  "classes": self.classes_, "platt": self.platt_}
-        return meta, arrays
-
-    def _set_artifact_state(self, meta, arrays):
-        self.prior_ = float(meta["prior"])
-        self.threshold_ = float(meta["threshold"])
-        self.n_features_in_ = int(meta["n_features_in"])
-        self.X_fit_ = arrays["X_fit"]
-        self.coef_ = arrays["coef"]
-        self.classes_ = arrays["classes"]
-        self.platt_ = arrays["platt"]
-
-
-@register
-class PNUAUC(_ExactAUCBase):
-    """PNU-AUC (Sakai, Niu, Sugiyama 2018) with the square loss, exact kernel.
-
-    For ``eta >= 0`` the risk is ``(1 - eta) R_PN + eta R~_PU`` with the
-    unbiased PU-AUC risk ``R~_PU = (R_PU - pi R_PP) / (1 - pi)``; for
-    ``eta < 0`` it is ``(1 + eta) R_PN - eta R~_NU`` with
-    ``R~_NU = (R_NU - (1 - pi) R_NN) / pi`` (Sakai et al. 2018, the square-loss
-    solver of their released code, ``PNU_AUC_SL.m``). Unlike Sakai's code,
-    which uses 200 random basis functions and a Euclidean penalty, we use
-    every training point as a basis function and the RKHS penalty
-    ``lam/2 ||f||_H^2`` of paper 003 Eq. (9), so ``lam`` means the same as in
-    :class:`QSGS2AUC`. O(n^3): refuses ``n > max_samples``.
-
-    Unlabeled samples are marked ``y == -1`` in ``fit(X, y)``.
-
-    Parameters
-    ----------
-    eta : float in [-1, 1], default=0.5
-        PNU trade-off (paper 003 searches it in [-1, 1]).
-    prior : float or None, default=None
-        Class prior ``pi`` of the positives; it enters the risk. None uses the
-        labeled fraction (paper 003 sets it to the training-set proportion).
-    lam, kernel, sigma, degree, coef0 : as :class:`QSGS2AUC`.
-    max_samples : int, default=5000
-    """
-
-    _parameter_constraints = {
-        **_ExactAUCBase._parameter_constraints,
-        "eta": [Interval(Real, -1, 1, closed="both")],
-    }
-
-    def __init__(self, *, eta=0.5, prior=None, lam=1e-3, kernel="rbf", sigma=1.0,
-                 degree=2, coef0=1.0, max_samples=5000):
-        self.eta = eta
-        self.prior = prior
-        self.lam = lam
-        self.kernel = kernel
-        self.sigma = sigma
-        self.degree = degree
-        self.coef0 = coef0
-        self.max_samples = max_samples
-
-    def _terms(self):
-        pi, eta = self.prior_, float(self.eta)
-        if eta >= 0:
-            w = eta / (1.0 - pi)
-            return [("P", "N", 1.0 - eta), ("P", "U", w), ("P", "P", -pi * w)]
-        w = -eta / pi
-        return [("P", "N", 1.0 + eta), ("U", "N", w), ("N", "N", -(1.0 - pi) * w)]
-
-
-@register
-class SupervisedKernelAUC(_ExactAUCBase):
-    """Supervised kernel AUC: the PN square-loss AUC risk (paper 003 Eq. 2)
-    plus ``lam/2 ||f||_H^2`` on the labeled points only, exact kernel.
-
-    ``fit(X, y)`` accepts ``y == -1`` (those samples are ignored), so it runs
-    in the same harness as the semi-supervised methods. Parameters as
-    :class:`PNUAUC` without ``eta``.
-    """
-
-    _require_unlabeled = False
-    _labeled_only = True
-
-    def __init__(self, *, prior=None, lam=1e-3, kernel="rbf", sigma=1.0,
-                 degree=2, coef0=1.0, max_samples=5000):
-        self.prior = prior
-        self.lam = lam
-        self.kernel = kernel
-        self.sigma = sigma
-        self.degree = degree
-        self.coef0 = coef0
-        self.max_samples = max_samples
-
-    def _terms(self):
-        return [("P", "N", 1.0)]
-
-
-@register
-class ExactS2AUC(_ExactAUCBase):
-    """Exact-kernel minimizer of paper 003 Eq. (8)-(9) (square loss): the
-    objective :class:`QSGS2AUC` approximates with random features and
-    stochastic steps. It plays SAMULT's role in paper 003's comparison
-    (a prior-free PU + NU risk solved in O(n^3)); it is *not* a port of Xie &
-    Li's SAMULT code, which we did not have.
-
-    Unlabeled samples are marked ``y == -1`` in ``fit(X, y)``.
-
-    Parameters
-    ----------
-    gamma : float in [0, 1], default=0.5
-        Trade-off of Eq. (8).
-    prior, lam, kernel, sigma, degree, coef0, max_samples : as :class:`PNUAUC`
-        (``prior`` only sets the threshold).
-    """
-
-    _parameter_constraints = {
-        **_ExactAUCBase._parameter_constraints,
-        "gamma": [Interval(Real, 0, 1, closed="both")],
-    }
-
-    def __init__(self, *, gamma=0.5, prior=None, lam=1e-3, kernel="rbf",
-                 sigma=1.0, degree=2, coef0=1.0, max_samples=5000):
-        self.gamma = gamma
-        self.prior = prior
-        self.lam = lam
-        self.kernel = kernel
-        self.sigma = sigma
-        self.degree = degree
-        self.coef0 = coef0
-        self.max_samples = max_samples
-
-    def _terms(self):
-        g = float(self.gamma)
-        return [("P", "N", g), ("P", "U", 1.0 - g), ("U", "N", 1.0 - g)]

@@ -40,10 +40,10 @@ the same seeded features by L-BFGS; both run the shared loop
 :func:`weakkernels._dsg.fit_expansion` (see :class:`TSGSU`).
 
 The class prior ``pi+`` is given, or estimated from the SU data (paper 002 Sec.
-3.3; see :func:`estimate_class_prior` for the estimator and why it differs from
-the paper's sketch). Baselines of paper 002 Sec. 6: :class:`SUSL` (Bao et al.'s
-closed-form squared-loss solution) and :class:`CUU` (Lu et al.'s minibatch SGD
-on kernel basis functions).
+3.3; see :func:`weakkernels.class_prior.estimate_class_prior` for the estimator
+and why it differs from the paper's sketch). The baselines of paper 002 Sec. 6,
+SUSL and CUU, are in :mod:`weakkernels.baselines.su`; they share this module's
+risk functions and :class:`_SUBase`.
 
 Argument layout shared by all estimators here: ``fit(X, y)`` with ``y == 1`` on
 similar-pair rows (each pair is two consecutive rows) and ``y == -1`` on
@@ -59,7 +59,6 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
-from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -82,6 +81,7 @@ from weakkernels._validation import (
     check_magnitude,
     validate_predict,
 )
+from weakkernels.class_prior import estimate_class_prior
 from weakkernels.kernels import RANDOM_FEATURE_KERNELS
 from weakkernels.random_features import (
     FeatureSpec,
@@ -239,7 +239,7 @@ def su_risk_gradient(
 
 
 # ---------------------------------------------------------------------------
-# Input layout and class-prior estimation (paper 002 Sec. 3.3)
+# Input layout
 # ---------------------------------------------------------------------------
 def split_su(y) -> tuple[np.ndarray, np.ndarray]:
     """Check the SU label layout and return the masks ``(similar, unlabeled)``.
@@ -285,108 +285,6 @@ def split_su(y) -> tuple[np.ndarray, np.ndarray]:
             f"({int(sim.sum())} pair rows in total)."
         )
     return sim, ~sim
-
-
-def prior_from_mixture_proportion(kappa: float) -> float:
-    """Minority class prior from ``kappa = inf_x p~_S(x) / p(x)``.
-
-    ``p~_S(x) / p(x) = (pi- + (pi+ - pi-) eta(x)) / pi_S`` with ``eta`` the
-    positive posterior, so where only the minority class lives the ratio is
-    ``pi_min / pi_S = pi_min / (pi_min^2 + (1 - pi_min)^2)``, increasing on
-    (0, 1/2]; this solves ``kappa (2 p^2 - 2 p + 1) = p`` for ``p``.
-    """
-    k = float(np.clip(kappa, 1e-12, 1.0))
-    b = 2.0 * k + 1.0
-    disc = max(b * b - 8.0 * k * k, 0.0)
-    return float((b - math.sqrt(disc)) / (4.0 * k))
-
-
-def estimate_class_prior(
-    XS,
-    XU,
-    *,
-    kernel: str = "rbf",
-    sigma: float = 1.0,
-    degree: int = 2,
-    coef0: float = 1.0,
-    n_components: int = 512,
-    max_samples: int = 10000,
-    random_state=None,
-) -> dict:
-    """Estimate the class prior from similar pairs and unlabeled data.
-
-    Paper 002 Sec. 3.3 writes ``p = pi_S p~_S + pi_D p~_D`` and proposes a
-    mixture-proportion estimator (MPE) of ``p~_S`` in ``p``. That MPE does not
-    return ``pi_S``: ``p~_D = (p+ + p-)/2`` itself contains a multiple of ``p~_S``
-    (the mixture is not irreducible), and for separable classes it returns
-    ``pi_S / pi_max``, which is not even monotone in ``pi+`` (it equals 0.83 for
-    both pi+ = 0.7 and 0.714). We estimate the proportion in the other direction,
-    which is identifiable:
-
-    ``kappa = inf_x p~_S(x) / p(x) = pi_min / pi_S``
-
-    (attained where only the minority class lives -- the usual anchor-set
-    assumption of MPE, Scott 2015), and get ``pi_min`` from
-    :func:`prior_from_mixture_proportion`, then ``pi+ = 1 - pi_min`` (paper 002
-    Sec. 3.3 also takes the positive class to be the majority) and ``pi_S =
-    pi+^2 + pi-^2``.
-
-    Estimator (classifier-based MPE, Blanchard et al. 2010 / Scott 2015): a
-    kernel logistic regression (seeded random features + L2 logistic regression)
-    separates pair points from unlabeled points; its held-out scores (2-fold
-    cross-fitting) order the points by ``p~_S / p``. Over the sets ``A_q = {score
-    <= q-quantile of the unlabeled scores}``, ``q >= max(0.02, 100 / n_U)``, we
-    pick the set minimizing an upper confidence bound of ``P_S(A) / P_U(A)``
-    (binomial standard error, 2 sigma) -- the bound keeps tiny, noisy sets from
-    winning by chance -- and return the plain ratio on that set.
-
-    Returns a dict with ``prior`` (positive = majority class), ``pi_S``,
-    ``kappa``, ``q`` (the chosen set's fraction of unlabeled points).
-    """
-    from weakkernels.random_features import RandomFeatures
-
-    seed = seed_from_random_state(random_state)
-    rng = np.random.Generator(np.random.Philox(key=seed))
-    XS = np.asarray(XS, dtype=np.float64)
-    XU = np.asarray(XU, dtype=np.float64)
-    if XS.shape[0] > max_samples:
-        XS = XS[np.sort(rng.choice(XS.shape[0], max_samples, replace=False))]
-    if XU.shape[0] > max_samples:
-        XU = XU[np.sort(rng.choice(XU.shape[0], max_samples, replace=False))]
-    nS, nU = XS.shape[0], XU.shape[0]
-    X = np.concatenate([XS, XU])
-    s = np.concatenate([np.ones(nS), np.zeros(nU)])
-    rf = RandomFeatures(
-        kernel=kernel, sigma=sigma, degree=degree, coef0=coef0,
-        n_components=n_components, dtype="float64", random_state=seed,
-    ).fit(X)
-    Z = rf.transform(X)
-    fold = rng.integers(0, 2, size=X.shape[0])
-    score = np.empty(X.shape[0])
-    for k in (0, 1):
-        tr, te = fold != k, fold == k
-        # Balanced class weights: the score only needs to rank by p~_S / p.
-        clf = LogisticRegression(C=1.0, max_iter=500, class_weight="balanced")
-        clf.fit(Z[tr], s[tr])
-        score[te] = clf.decision_function(Z[te])
-    sS, sU = np.sort(score[:nS]), np.sort(score[nS:])
-    q_min = max(0.02, 100.0 / nU)
-    qs = np.linspace(q_min, 1.0, 200)
-    tau = np.quantile(sU, qs)
-    pU = np.searchsorted(sU, tau, side="right") / nU
-    pS = np.searchsorted(sS, tau, side="right") / nS
-    ratio = pS / pU
-    se = np.sqrt(pS * (1 - pS) / nS + 1.0 / nS**2) / pU
-    best = int(np.argmin(ratio + 2.0 * se))
-    kappa = float(min(ratio[best], 1.0))
-    pi_min = prior_from_mixture_proportion(kappa)
-    prior = 1.0 - pi_min
-    return {
-        "prior": prior,
-        "pi_S": prior**2 + pi_min**2,
-        "kappa": kappa,
-        "q": float(pU[best]),
-    }
 
 
 # ---------------------------------------------------------------------------
@@ -572,8 +470,9 @@ class TSGSU(_SUBase):
     prior : float in (0, 1) except 0.5, or "auto", default=0.7
         Class prior ``pi+`` of the class predicted as 1. SU data identifies the
         classes only through their priors, so this choice names the positive
-        class. ``"auto"`` estimates it (:func:`estimate_class_prior`, with
-        the kernel width ``sigma_``); the class 1 is then the majority class
+        class. ``"auto"`` estimates it
+        (:func:`weakkernels.class_prior.estimate_class_prior`, with the kernel
+        width ``sigma_``); the class 1 is then the majority class
         (paper 002 Sec. 3.3).
     loss : {"squared", "double_hinge"}, default="squared"
         ``"double_hinge"`` is piecewise linear: L-BFGS needs a smooth
@@ -834,187 +733,3 @@ class TSGSU(_SUBase):
     def _set_state(self, meta, arrays):
         set_expansion_state(self, meta, arrays)
         self.intercept_ = float(meta["intercept"])
-
-
-# ---------------------------------------------------------------------------
-# Baselines of paper 002 Sec. 6: kernel-basis models
-# ---------------------------------------------------------------------------
-class _KernelBasisSU(_SUBase):
-    """``f(x) = sum_c alpha_c k(x, c)`` over kernel centers (Bao et al.'s and Lu
-    et al.'s Gaussian basis-function model)."""
-
-    def _pick_centers(self, XS, XU, seed):
-        X = np.concatenate([XS, XU])
-        n_c = self.n_centers
-        if n_c is None or n_c >= X.shape[0]:
-            return X.copy()
-        rng = np.random.Generator(np.random.Philox(key=seed + 2))
-        return X[np.sort(rng.choice(X.shape[0], size=int(n_c), replace=False))]
-
-    def _kernel(self, X, C):
-        """Gaussian kernel rows ``k(X, C)``: the same values as
-        :func:`weakkernels.kernels.kernel_matrix`, computed in place (one n x n_c
-        buffer, no temporaries) so the baseline is not slowed by allocation."""
-        K = X @ C.T
-        K *= -2.0
-        K += np.einsum("ij,ij->i", X, X)[:, None]
-        K += np.einsum("ij,ij->i", C, C)[None, :]
-        np.maximum(K, 0.0, out=K)
-        K *= -self.sigma
-        return np.exp(K, out=K)
-
-    def _raw_decision(self, X):
-        out = np.empty(X.shape[0])
-        step = max(1, (1 << 22) // max(1, self.centers_.shape[0]))
-        for r0 in range(0, X.shape[0], step):
-            K = self._kernel(X[r0 : r0 + step], self.centers_)
-            out[r0 : r0 + step] = K @ self.alpha_
-        return out
-
-    def _state(self):
-        return {}, {"centers": self.centers_, "alpha": self.alpha_}
-
-    def _set_state(self, meta, arrays):
-        self.centers_ = arrays["centers"]
-        self.alpha_ = arrays["alpha"]
-
-
-@register
-class SUSL(_KernelBasisSU):
-    """SU learning with the squared loss in closed form (Bao et al. 2018 Sec.
-    3.3, "SUSL"; paper 002 Sec. 6 baseline 1).
-
-    With ``l(z, t) = (z t - 1)^2 / 4`` the uncorrected risk (paper 002 Eq. 7) of
-    ``f = Phi alpha`` (Gaussian basis on the centers) plus ``lam/2 ||alpha||^2``
-    is the quadratic ``alpha^T Phi_U^T Phi_U alpha / (4 n_U) + b^T alpha``, with
-    ``b = a (Phi_U^T 1 / (2 n_U) - pi_S Phi_S^T 1 / n_S)``, ``a = 1/(2 pi+ - 1)``
-    (``n_S`` counts pair points), minimized by
-
-    ``alpha = -(Phi_U^T Phi_U / (2 n_U) + lam I)^{-1} b``.
-
-    Cost O(n_U n_c^2 + n_c^3) time, O(n_c^2) memory; ``n_centers=None`` uses all
-    training points, as Bao et al.'s code does. Same ``fit(X, y)`` layout as
-    :class:`TSGSU`.
-    """
-
-    _parameter_constraints = {
-        "prior": _PRIOR,
-        "sigma": [Interval(Real, 0, None, closed="neither")],
-        "lam": [Interval(Real, 0, None, closed="neither")],
-        "n_centers": [Interval(Integral, 1, None, closed="left"), None],
-        "random_state": ["random_state"],
-    }
-
-    def __init__(self, *, prior=0.7, sigma=1.0, lam=1e-3, n_centers=None,
-                 random_state=None):
-        self.prior = prior
-        self.sigma = sigma
-        self.lam = lam
-        self.n_centers = n_centers
-        self.random_state = random_state
-
-    def _fit_su(self, XS, XU, seed):
-        C = self._pick_centers(XS, XU, seed)
-        _, a = class_prior_terms(self.prior_)
-        nc = C.shape[0]
-        H = np.zeros((nc, nc))
-        sU = np.zeros(nc)
-        sS = np.zeros(nc)
-        rows = max(1, (1 << 23) // nc)
-        for r0 in range(0, XU.shape[0], rows):
-            P = self._kernel(XU[r0 : r0 + rows], C)
-            H += P.T @ P  # BLAS may use every core here: this is the O(n^3) part
-            sU += P.sum(axis=0)
-        for r0 in range(0, XS.shape[0], rows):
-            sS += self._kernel(XS[r0 : r0 + rows], C).sum(axis=0)
-        nU, nS = XU.shape[0], XS.shape[0]
-        b = a * (sU / (2.0 * nU) - self.pi_S_ * sS / nS)
-        H /= 2.0 * nU
-        H[np.diag_indices_from(H)] += self.lam
-        self.centers_ = C
-        self.alpha_ = -np.linalg.solve(H, b)
-        check_divergence(self.alpha_, "lam")
-
-
-@register
-class CUU(_KernelBasisSU):
-    """Corrected SU/UU learning by minibatch stochastic gradients on Gaussian
-    basis functions (Lu et al. 2020; paper 002 Sec. 6 baseline "CUU").
-
-    Model ``f(x) = sum_c alpha_c exp(-sigma ||x - c||^2)`` on ``n_centers``
-    centers drawn from the training points (paper: 2000, "CUU(2000)", or all,
-    "CUU(All)" with ``n_centers=None``); objective ``delta(R+) + delta(R-) +
-    lam/2 ||alpha||^2`` (paper 002 Eq. 8 with Lu et al.'s weight decay); each
-    iteration samples ``batch_size`` pair and unlabeled points, computes their
-    kernel rows to the centers and takes an Adam step (Lu et al.'s optimizer;
-    ``optimizer="sgd"`` is plain SGD with ``eta0 / sqrt(t + 1)``). Same ``fit(X,
-    y)`` layout as :class:`TSGSU`.
-    """
-
-    _parameter_constraints = {
-        "prior": _PRIOR,
-        "loss": [StrOptions(set(LOSSES))],
-        "correction": [StrOptions(set(CORRECTIONS))],
-        "sigma": [Interval(Real, 0, None, closed="neither")],
-        "lam": [Interval(Real, 0, None, closed="left")],
-        "n_centers": [Interval(Integral, 1, None, closed="left"), None],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "optimizer": [StrOptions({"adam", "sgd"})],
-        "eta0": [Interval(Real, 0, None, closed="neither")],
-        "random_state": ["random_state"],
-    }
-
-    def __init__(self, *, prior=0.7, loss="squared", correction="abs", sigma=1.0,
-                 lam=1e-4, n_centers=2000, batch_size=1000, max_iter=100,
-                 optimizer="adam", eta0=0.01, random_state=None):
-        self.prior = prior
-        self.loss = loss
-        self.correction = correction
-        self.sigma = sigma
-        self.lam = lam
-        self.n_centers = n_centers
-        self.batch_size = batch_size
-        self.max_iter = max_iter
-        self.optimizer = optimizer
-        self.eta0 = eta0
-        self.random_state = random_state
-
-    def _fit_su(self, XS, XU, seed):
-        C = self._pick_centers(XS, XU, seed)
-        rng = np.random.Generator(np.random.Philox(key=seed))
-        mS, mU = min(self.batch_size, XS.shape[0]), min(self.batch_size, XU.shape[0])
-        alpha = np.zeros(C.shape[0])
-        self.risk_curve_ = []
-        with blas_single_thread():  # same BLAS setting as TSGSU: fair timings
-            self._sgd(XS, XU, C, rng, alpha, mS, mU)
-        self.n_iter_ = int(self.max_iter)
-        self.centers_ = C
-        self.alpha_ = alpha
-
-    def _sgd(self, XS, XU, C, rng, alpha, mS, mU):
-        nS, nU = XS.shape[0], XU.shape[0]
-        m1 = np.zeros_like(alpha)
-        m2 = np.zeros_like(alpha)
-        b1, b2, eps = 0.9, 0.999, 1e-8
-        for t in range(int(self.max_iter)):
-            iS = rng.integers(0, nS, size=mS)
-            iU = rng.integers(0, nU, size=mU)
-            P = self._kernel(np.concatenate([XS[iS], XU[iU]]), C)
-            f = P @ alpha
-            check_divergence(f, "eta0 (step size)")
-            self.risk_curve_.append(
-                su_risk(f[:mS], f[mS:], self.prior_, self.loss, self.correction)
-            )
-            gS, gU = su_risk_gradient(
-                f[:mS], f[mS:], self.prior_, self.loss, self.correction
-            )
-            grad = P.T @ np.concatenate([gS, gU]) + self.lam * alpha
-            if self.optimizer == "adam":
-                m1 = b1 * m1 + (1 - b1) * grad
-                m2 = b2 * m2 + (1 - b2) * grad * grad
-                mh = m1 / (1 - b1 ** (t + 1))
-                vh = m2 / (1 - b2 ** (t + 1))
-                alpha -= self.eta0 * mh / (np.sqrt(vh) + eps)
-            else:
-                alpha -= self.eta0 / math.sqrt(t + 1.0) * grad

@@ -1,0 +1,119 @@
+"""Class-prior estimation from similar-unlabeled (SU) data (paper 002 Sec. 3.3).
+
+Shi, Gu, Li, Deng, Huang, *Triply stochastic gradient method for large-scale
+nonlinear similar unlabeled classification*, Machine Learning 110 (2021) --
+paper 002 -- Sec. 3.3: the SU risk needs the class prior ``pi+``; with
+``prior="auto"`` every SU estimator (:class:`weakkernels.tsgsu.TSGSU` and the
+baselines of :mod:`weakkernels.baselines.su`) estimates it here from the pair
+points and the unlabeled points. See :func:`estimate_class_prior` for the
+estimator and why it differs from the paper's sketch.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+
+from weakkernels.random_features import RandomFeatures, seed_from_random_state
+
+
+def prior_from_mixture_proportion(kappa: float) -> float:
+    """Minority class prior from ``kappa = inf_x p~_S(x) / p(x)``.
+
+    ``p~_S(x) / p(x) = (pi- + (pi+ - pi-) eta(x)) / pi_S`` with ``eta`` the
+    positive posterior, so where only the minority class lives the ratio is
+    ``pi_min / pi_S = pi_min / (pi_min^2 + (1 - pi_min)^2)``, increasing on
+    (0, 1/2]; this solves ``kappa (2 p^2 - 2 p + 1) = p`` for ``p``.
+    """
+    k = float(np.clip(kappa, 1e-12, 1.0))
+    b = 2.0 * k + 1.0
+    disc = max(b * b - 8.0 * k * k, 0.0)
+    return float((b - math.sqrt(disc)) / (4.0 * k))
+
+
+def estimate_class_prior(
+    XS,
+    XU,
+    *,
+    kernel: str = "rbf",
+    sigma: float = 1.0,
+    degree: int = 2,
+    coef0: float = 1.0,
+    n_components: int = 512,
+    max_samples: int = 10000,
+    random_state=None,
+) -> dict:
+    """Estimate the class prior from similar pairs and unlabeled data.
+
+    Paper 002 Sec. 3.3 writes ``p = pi_S p~_S + pi_D p~_D`` and proposes a
+    mixture-proportion estimator (MPE) of ``p~_S`` in ``p``. That MPE does not
+    return ``pi_S``: ``p~_D = (p+ + p-)/2`` itself contains a multiple of ``p~_S``
+    (the mixture is not irreducible), and for separable classes it returns
+    ``pi_S / pi_max``, which is not even monotone in ``pi+`` (it equals 0.83 for
+    both pi+ = 0.7 and 0.714). We estimate the proportion in the other direction,
+    which is identifiable:
+
+    ``kappa = inf_x p~_S(x) / p(x) = pi_min / pi_S``
+
+    (attained where only the minority class lives -- the usual anchor-set
+    assumption of MPE, Scott 2015), and get ``pi_min`` from
+    :func:`prior_from_mixture_proportion`, then ``pi+ = 1 - pi_min`` (paper 002
+    Sec. 3.3 also takes the positive class to be the majority) and ``pi_S =
+    pi+^2 + pi-^2``.
+
+    Estimator (classifier-based MPE, Blanchard et al. 2010 / Scott 2015): a
+    kernel logistic regression (seeded random features + L2 logistic regression)
+    separates pair points from unlabeled points; its held-out scores (2-fold
+    cross-fitting) order the points by ``p~_S / p``. Over the sets ``A_q = {score
+    <= q-quantile of the unlabeled scores}``, ``q >= max(0.02, 100 / n_U)``, we
+    pick the set minimizing an upper confidence bound of ``P_S(A) / P_U(A)``
+    (binomial standard error, 2 sigma) -- the bound keeps tiny, noisy sets from
+    winning by chance -- and return the plain ratio on that set.
+
+    Returns a dict with ``prior`` (positive = majority class), ``pi_S``,
+    ``kappa``, ``q`` (the chosen set's fraction of unlabeled points).
+    """
+    seed = seed_from_random_state(random_state)
+    rng = np.random.Generator(np.random.Philox(key=seed))
+    XS = np.asarray(XS, dtype=np.float64)
+    XU = np.asarray(XU, dtype=np.float64)
+    if XS.shape[0] > max_samples:
+        XS = XS[np.sort(rng.choice(XS.shape[0], max_samples, replace=False))]
+    if XU.shape[0] > max_samples:
+        XU = XU[np.sort(rng.choice(XU.shape[0], max_samples, replace=False))]
+    nS, nU = XS.shape[0], XU.shape[0]
+    X = np.concatenate([XS, XU])
+    s = np.concatenate([np.ones(nS), np.zeros(nU)])
+    rf = RandomFeatures(
+        kernel=kernel, sigma=sigma, degree=degree, coef0=coef0,
+        n_components=n_components, dtype="float64", random_state=seed,
+    ).fit(X)
+    Z = rf.transform(X)
+    fold = rng.integers(0, 2, size=X.shape[0])
+    score = np.empty(X.shape[0])
+    for k in (0, 1):
+        tr, te = fold != k, fold == k
+        # Balanced class weights: the score only needs to rank by p~_S / p.
+        clf = LogisticRegression(C=1.0, max_iter=500, class_weight="balanced")
+        clf.fit(Z[tr], s[tr])
+        score[te] = clf.decision_function(Z[te])
+    sS, sU = np.sort(score[:nS]), np.sort(score[nS:])
+    q_min = max(0.02, 100.0 / nU)
+    qs = np.linspace(q_min, 1.0, 200)
+    tau = np.quantile(sU, qs)
+    pU = np.searchsorted(sU, tau, side="right") / nU
+    pS = np.searchsorted(sS, tau, side="right") / nS
+    ratio = pS / pU
+    se = np.sqrt(pS * (1 - pS) / nS + 1.0 / nS**2) / pU
+    best = int(np.argmin(ratio + 2.0 * se))
+    kappa = float(min(ratio[best], 1.0))
+    pi_min = prior_from_mixture_proportion(kappa)
+    prior = 1.0 - pi_min
+    return {
+        "prior": prior,
+        "pi_S": prior**2 + pi_min**2,
+        "kappa": kappa,
+        "q": float(pU[best]),
+    }
