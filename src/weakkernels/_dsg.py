@@ -18,8 +18,12 @@ is still regenerated from its seed.
 
 from __future__ import annotations
 
-import numpy as np
+from numbers import Integral, Real
 
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from weakkernels._constraints import RANDOM_FEATURE_CONSTRAINTS, SIGMA_OR_SCALE
 from weakkernels._validation import check_divergence
 from weakkernels.random_features import FeatureSpec, blas_single_thread
 
@@ -214,6 +218,27 @@ LBFGS_MAX_ITER = 500
 LBFGS_FEATURES = 1024
 LBFGS_MAX_FEATURES = 4096
 _PRIMAL_BUDGET = 1 << 22
+
+# Parameters of every estimator trained by fit_expansion (TSGS3VM, FRS3VM,
+# TSGSU, QSGS2AUC), validated by name: each merges this into its own
+# ``_parameter_constraints``. ``sigma`` may be "scale" (resolve_sigma).
+DSG_CONSTRAINTS = {
+    **RANDOM_FEATURE_CONSTRAINTS,
+    "sigma": SIGMA_OR_SCALE,
+    "solver": [StrOptions(set(SOLVERS))],
+    "tol": [Interval(Real, 0, None, closed="neither")],
+    "batch_size": [Interval(Integral, 1, None, closed="left")],
+    "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+    "eta0": [Interval(Real, 0, None, closed="neither")],
+    "callback": [callable, None],
+    "callback_every": [Interval(Integral, 1, None, closed="left")],
+}
+# The feature budget of the expansions grown block by block (default_blocks);
+# FRS3VM sizes its fixed expansion by n_components instead.
+EXPANSION_CONSTRAINTS = {
+    "block_size": [Interval(Integral, 1, None, closed="left")],
+    "max_features": [Interval(Integral, 1, None, closed="left"), None],
+}
 
 
 def default_blocks(solver: str, set_sizes, max_features, block_size: int) -> int:

@@ -26,12 +26,13 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from weakkernels._artifact import ArtifactMixin, ModelFormatError, register
 from weakkernels._calibration import fit_platt, platt_proba
+from weakkernels._constraints import KERNEL_CONSTRAINTS
 from weakkernels._smo import (
     STATUS_MAX_ITER,
     KernelProblem,
@@ -173,11 +174,11 @@ def _hinge_svm(kp, idx, y, C, *, tol, max_iter, shrinking):
 
 
 _COMMON_CONSTRAINTS = {
-    "C": [Interval(Real, 0, None, closed="neither")],
-    "kernel": [StrOptions(set(KERNEL_CODES))],
-    "sigma": [Interval(Real, 0, None, closed="neither")],
-    "degree": [Interval(Integral, 1, None, closed="left")],
+    **KERNEL_CONSTRAINTS,
+    # The exact polynomial kernel takes any real coef0 (as SVC does); the
+    # random-feature kernels need coef0 >= 0.
     "coef0": [Interval(Real, None, None, closed="neither")],
+    "C": [Interval(Real, 0, None, closed="neither")],
     "tol": [Interval(Real, 0, None, closed="neither")],
     "cache_size": [Interval(Real, 0, None, closed="neither")],
     "max_iter": [Interval(Integral, -1, None, closed="left"), None],

@@ -44,14 +44,15 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.metrics import roc_auc_score
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from weakkernels._artifact import ArtifactMixin, register
 from weakkernels._calibration import fit_platt, platt_proba
 from weakkernels._dsg import (
+    DSG_CONSTRAINTS,
+    EXPANSION_CONSTRAINTS,
     LBFGS_MAX_ITER,
-    SOLVERS,
     FunctionalModel,
     Problem,
     default_blocks,
@@ -68,7 +69,6 @@ from weakkernels._validation import (
     validate_predict,
     validate_semi_supervised,
 )
-from weakkernels.kernels import RANDOM_FEATURE_KERNELS
 from weakkernels.random_features import (
     FeatureSpec,
     blas_single_thread,
@@ -386,27 +386,14 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
+        **DSG_CONSTRAINTS,
+        **EXPANSION_CONSTRAINTS,
         "gamma": [Interval(Real, 0, 1, closed="both")],
         "prior": [Interval(Real, 0, 1, closed="neither"), None],
         "lam": [Interval(Real, 0, None, closed="neither")],
-        "kernel": [StrOptions(set(RANDOM_FEATURE_KERNELS))],
-        "sigma": [Interval(Real, 0, None, closed="neither"), StrOptions({"scale"})],
-        "degree": [Interval(Integral, 1, None, closed="left")],
-        "coef0": [Interval(Real, 0, None, closed="left")],
-        "solver": [StrOptions(set(SOLVERS))],
-        "tol": [Interval(Real, 0, None, closed="neither")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "block_size": [Interval(Integral, 1, None, closed="left")],
         "n_passes": [Interval(Real, 0, None, closed="neither")],
         "min_iter": [Interval(Integral, 1, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left"), None],
-        "eta0": [Interval(Real, 0, None, closed="neither")],
         "t0": [Interval(Real, 0, None, closed="left")],
-        "max_features": [Interval(Integral, 1, None, closed="left"), None],
-        "dtype": [StrOptions({"float32", "float64"})],
-        "random_state": ["random_state"],
-        "callback": [callable, None],
-        "callback_every": [Interval(Integral, 1, None, closed="left")],
     }
 
     def __init__(

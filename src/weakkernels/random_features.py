@@ -29,16 +29,17 @@ unbiased kernel approximation: ``sum_j phi_j(x) phi_j(x') ~ k(x, x')``.
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
+from numbers import Integral
 
 import numba
 import numpy as np
 from numba import njit, prange
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
 from threadpoolctl import threadpool_limits
 
+from weakkernels._constraints import RANDOM_FEATURE_CONSTRAINTS
 from weakkernels.kernels import KERNEL_CODES, RANDOM_FEATURE_KERNELS
 
 # fastmath without nnan/ninf (umap removed blanket fastmath after NaN bugs): the
@@ -520,14 +521,9 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
-        "kernel": [StrOptions(set(RANDOM_FEATURE_KERNELS))],
-        "sigma": [Interval(Real, 0, None, closed="neither")],
-        "degree": [Interval(Integral, 1, None, closed="left")],
-        "coef0": [Interval(Real, 0, None, closed="left")],
+        **RANDOM_FEATURE_CONSTRAINTS,
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "block_size": [Interval(Integral, 1, None, closed="left")],
-        "dtype": [StrOptions({"float32", "float64"})],
-        "random_state": ["random_state"],
     }
 
     def __init__(self, *, kernel="rbf", sigma=1.0, degree=2, coef0=1.0,

@@ -33,9 +33,10 @@ from sklearn.utils.validation import check_is_fitted
 from weakkernels._artifact import ArtifactMixin, register
 from weakkernels._calibration import fit_platt, platt_proba
 from weakkernels._dsg import (
+    DSG_CONSTRAINTS,
+    EXPANSION_CONSTRAINTS,
     LBFGS_MAX_ITER,
     SCHEDULES,
-    SOLVERS,
     FunctionalModel,
     Problem,
     default_blocks,
@@ -52,7 +53,6 @@ from weakkernels._validation import (
     validate_predict,
     validate_semi_supervised,
 )
-from weakkernels.kernels import RANDOM_FEATURE_KERNELS
 from weakkernels.random_features import (
     FeatureSpec,
     blas_single_thread,
@@ -168,28 +168,16 @@ def labeled_loss_grad(name: str, margin: np.ndarray) -> np.ndarray:
 
 
 _COMMON_CONSTRAINTS = {
+    **DSG_CONSTRAINTS,
     "C": [Interval(Real, 0, None, closed="neither")],
     "C_star": [Interval(Real, 0, None, closed="left"), None],
-    "kernel": [StrOptions(set(RANDOM_FEATURE_KERNELS))],
-    "sigma": [Interval(Real, 0, None, closed="neither"), StrOptions({"scale"})],
-    "solver": [StrOptions(set(SOLVERS))],
     "loss": [StrOptions(set(LABELED_LOSSES))],
-    "tol": [Interval(Real, 0, None, closed="neither")],
-    "degree": [Interval(Integral, 1, None, closed="left")],
-    "coef0": [Interval(Real, 0, None, closed="left")],
     "unlabeled_loss": [StrOptions(set(UNLABELED_LOSSES))],
     "s": [Interval(Real, None, 1, closed="neither")],
-    "batch_size": [Interval(Integral, 1, None, closed="left")],
     "n_passes": [Interval(Real, 0, None, closed="neither")],
-    "max_iter": [Interval(Integral, 1, None, closed="left"), None],
     "learning_rate": [StrOptions(set(SCHEDULES))],
-    "eta0": [Interval(Real, 0, None, closed="neither")],
     "balance": [StrOptions({"mean", "quantile", "none"}), "boolean"],
     "anneal": [Interval(Real, 0, 1, closed="left")],
-    "dtype": [StrOptions({"float32", "float64"})],
-    "random_state": ["random_state"],
-    "callback": [callable, None],
-    "callback_every": [Interval(Integral, 1, None, closed="left")],
 }
 
 
@@ -526,11 +514,7 @@ class TSGS3VM(_S3VMBase):
     {attributes}
     """
 
-    _parameter_constraints = {
-        **_COMMON_CONSTRAINTS,
-        "block_size": [Interval(Integral, 1, None, closed="left")],
-        "max_features": [Interval(Integral, 1, None, closed="left"), None],
-    }
+    _parameter_constraints = {**_COMMON_CONSTRAINTS, **EXPANSION_CONSTRAINTS}
 
     def __init__(
         self,

@@ -55,7 +55,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
@@ -64,8 +64,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from weakkernels._artifact import ArtifactMixin, register
 from weakkernels._dsg import (
+    DSG_CONSTRAINTS,
+    EXPANSION_CONSTRAINTS,
     LBFGS_MAX_ITER,
-    SOLVERS,
     FunctionalModel,
     Problem,
     default_blocks,
@@ -82,7 +83,6 @@ from weakkernels._validation import (
     validate_predict,
 )
 from weakkernels.class_prior import estimate_class_prior
-from weakkernels.kernels import RANDOM_FEATURE_KERNELS
 from weakkernels.random_features import (
     FeatureSpec,
     blas_single_thread,
@@ -574,27 +574,14 @@ class TSGSU(_SUBase):
     """
 
     _parameter_constraints = {
+        **DSG_CONSTRAINTS,
+        **EXPANSION_CONSTRAINTS,
         "prior": _PRIOR,
         "loss": [StrOptions(set(LOSSES))],
         "correction": [StrOptions(set(CORRECTIONS))],
-        "kernel": [StrOptions(set(RANDOM_FEATURE_KERNELS))],
-        "sigma": [Interval(Real, 0, None, closed="neither"), StrOptions({"scale"})],
-        "degree": [Interval(Integral, 1, None, closed="left")],
-        "coef0": [Interval(Real, 0, None, closed="left")],
         "lam": [Interval(Real, 0, None, closed="neither")],
-        "solver": [StrOptions(set(SOLVERS))],
-        "tol": [Interval(Real, 0, None, closed="neither")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "block_size": [Interval(Integral, 1, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left"), None],
         "learning_rate": [StrOptions(set(SU_SCHEDULES))],
-        "eta0": [Interval(Real, 0, None, closed="neither")],
         "fit_intercept": ["boolean"],
-        "max_features": [Interval(Integral, 1, None, closed="left"), None],
-        "dtype": [StrOptions({"float32", "float64"})],
-        "random_state": ["random_state"],
-        "callback": [callable, None],
-        "callback_every": [Interval(Integral, 1, None, closed="left")],
     }
 
     def __init__(

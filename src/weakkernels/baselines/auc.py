@@ -29,16 +29,17 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.linalg
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from weakkernels._artifact import ArtifactMixin, register
+from weakkernels._constraints import KERNEL_CONSTRAINTS
 from weakkernels._validation import (
     check_divergence,
     validate_predict,
     validate_semi_supervised,
 )
-from weakkernels.kernels import KERNEL_CODES, kernel_matrix
+from weakkernels.kernels import kernel_matrix
 from weakkernels.qsg_s2auc import _AUCRankerMixin
 from weakkernels.random_features import blas_single_thread
 
@@ -85,12 +86,9 @@ class _ExactAUCBase(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimat
     """Exact-kernel pairwise square-loss AUC by :func:`pairwise_square_closed_form`."""
 
     _parameter_constraints = {
+        **KERNEL_CONSTRAINTS,
         "prior": [Interval(Real, 0, 1, closed="neither"), None],
         "lam": [Interval(Real, 0, None, closed="neither")],
-        "kernel": [StrOptions(set(KERNEL_CODES))],
-        "sigma": [Interval(Real, 0, None, closed="neither")],
-        "degree": [Interval(Integral, 1, None, closed="left")],
-        "coef0": [Interval(Real, 0, None, closed="left")],
         "max_samples": [Interval(Integral, 1, None, closed="left")],
     }
     _require_unlabeled = True

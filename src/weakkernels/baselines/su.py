@@ -28,6 +28,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from weakkernels._artifact import register
+from weakkernels._constraints import SIGMA
 from weakkernels._validation import check_divergence
 from weakkernels.random_features import blas_single_thread
 from weakkernels.tsgsu import (
@@ -101,7 +102,7 @@ class SUSL(_KernelBasisSU):
 
     _parameter_constraints = {
         "prior": _PRIOR,
-        "sigma": [Interval(Real, 0, None, closed="neither")],
+        "sigma": SIGMA,
         "lam": [Interval(Real, 0, None, closed="neither")],
         "n_centers": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
@@ -157,7 +158,7 @@ class CUU(_KernelBasisSU):
         "prior": _PRIOR,
         "loss": [StrOptions(set(LOSSES))],
         "correction": [StrOptions(set(CORRECTIONS))],
-        "sigma": [Interval(Real, 0, None, closed="neither")],
+        "sigma": SIGMA,
         "lam": [Interval(Real, 0, None, closed="left")],
         "n_centers": [Interval(Integral, 1, None, closed="left"), None],
         "batch_size": [Interval(Integral, 1, None, closed="left")],

@@ -1,0 +1,62 @@
+"""The shared parameter constraints (``weakkernels._constraints``,
+``weakkernels._dsg.DSG_CONSTRAINTS``) merged into every estimator: a bad value
+is refused by scikit-learn's validation with a message naming the parameter."""
+
+from __future__ import annotations
+
+import pytest
+from sklearn.utils._param_validation import InvalidParameterError
+from tests._reliability import semi_data, su_data, sup_data
+
+import weakkernels as wk
+from weakkernels.baselines.auc import PNUAUC, ExactS2AUC, SupervisedKernelAUC
+from weakkernels.baselines.su import CUU, SUSL
+
+# estimator class, data, the shared parameters it takes
+CASES = [
+    (wk.TSGS3VM, semi_data, ("kernel", "sigma", "degree", "solver", "batch_size",
+                             "block_size", "max_features", "dtype")),
+    (wk.FRS3VM, semi_data, ("kernel", "sigma", "degree", "solver", "eta0")),
+    (wk.TSGSU, su_data, ("kernel", "sigma", "coef0", "solver", "tol",
+                         "max_features", "callback_every")),
+    (wk.QSGS2AUC, semi_data, ("kernel", "sigma", "solver", "block_size", "dtype")),
+    (wk.CCCPTSVM, semi_data, ("kernel", "sigma", "degree")),
+    (wk.RampSVM, sup_data, ("kernel", "sigma", "degree")),
+    (wk.RandomFeatures, sup_data, ("kernel", "sigma", "coef0", "dtype")),
+    (SUSL, su_data, ("sigma",)),
+    (CUU, su_data, ("sigma",)),
+    (PNUAUC, semi_data, ("kernel", "sigma", "coef0")),
+    (SupervisedKernelAUC, semi_data, ("kernel", "sigma")),
+    (ExactS2AUC, semi_data, ("kernel", "sigma", "degree")),
+]
+BAD = {"kernel": "cosine", "sigma": -1.0, "degree": 0, "coef0": -1.0,
+       "solver": "adam", "tol": 0.0, "batch_size": 0, "block_size": 0,
+       "max_features": 0, "eta0": 0.0, "dtype": "float16", "callback_every": 0}
+
+
+@pytest.mark.parametrize(
+    "cls, data, param",
+    [(cls, data, p) for cls, data, params in CASES for p in params],
+    ids=lambda v: getattr(v, "__name__", str(v)),
+)
+def test_shared_constraint_names_the_parameter(cls, data, param):
+    X, y = data()
+    with pytest.raises(InvalidParameterError, match=f"'{param}' parameter"):
+        cls(**{param: BAD[param]}).fit(X, y)
+
+
+@pytest.mark.parametrize("cls", [wk.TSGS3VM, wk.TSGSU, wk.QSGS2AUC])
+def test_random_feature_estimators_accept_scale(cls):
+    cls(sigma="scale")._validate_params()
+
+
+@pytest.mark.parametrize("cls", [wk.RandomFeatures, SUSL, CUU, PNUAUC, wk.CCCPTSVM])
+def test_fixed_width_estimators_refuse_scale(cls):
+    with pytest.raises(InvalidParameterError, match="'sigma' parameter"):
+        cls(sigma="scale")._validate_params()
+
+
+def test_exact_kernel_poly_takes_negative_coef0():
+    wk.CCCPTSVM(kernel="poly", coef0=-1.0)._validate_params()
+    with pytest.raises(InvalidParameterError, match="'coef0' parameter"):
+        PNUAUC(kernel="poly", coef0=-1.0)._validate_params()
