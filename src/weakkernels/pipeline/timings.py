@@ -14,8 +14,11 @@ from pathlib import Path
 from typing import Any
 
 # Record keys that change from run to run (also their ``_mean`` / ``_std``).
+# ``n_failed``: a resumed study retries its failed trials (only complete and
+# pruned ones count as done), so the count grows with every rerun.
 VOLATILE = ("fit_time_s", "compile_time_s", "predict_time_s", "curve_time_s",
-            "run_id", "group_run_id", "parent_run_id", "mlflow_run_id", "pyfunc_uri")
+            "run_id", "group_run_id", "parent_run_id", "mlflow_run_id", "pyfunc_uri",
+            "n_failed")
 TIMINGS_DIR = Path("results") / "timings"
 
 
