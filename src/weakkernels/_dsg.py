@@ -18,6 +18,7 @@ is still regenerated from its seed.
 
 from __future__ import annotations
 
+import time
 from numbers import Integral, Real
 
 import numpy as np
@@ -334,6 +335,27 @@ class Problem:
             pick = idx
         X = source if pick is None else source[pick]
         return np.ascontiguousarray(X, dtype=dtype)
+
+
+def callback_monitor(est, set_state):
+    """The ``monitor`` every random-feature estimator hands to
+    :func:`fit_expansion`: keeps ``est.n_iter_`` current and, when the user gave
+    ``est.callback``, exposes the current model (``set_state(model,
+    intercept)``), records ``est.fit_time_curve_`` (iterations, seconds) and
+    calls ``est.callback(est, n_iter)`` (Optuna pruning, learning curves)."""
+    est.n_iter_ = 0
+    est.fit_time_curve_ = []
+    t_start = time.perf_counter()
+
+    def monitor(n_iter, model, intercept):
+        est.n_iter_ = n_iter
+        if est.callback is None:
+            return
+        set_state(model, intercept)
+        est.fit_time_curve_.append((n_iter, time.perf_counter() - t_start))
+        est.callback(est, n_iter)
+
+    return monitor
 
 
 class Expansion:

@@ -37,7 +37,6 @@ they share :class:`_AUCRankerMixin` with QSG-S2AUC.
 from __future__ import annotations
 
 import math
-import time
 import warnings
 from numbers import Integral, Real
 
@@ -55,6 +54,7 @@ from weakkernels._dsg import (
     LBFGS_MAX_ITER,
     FunctionalModel,
     Problem,
+    callback_monitor,
     default_blocks,
     expansion_state,
     fit_expansion,
@@ -511,18 +511,9 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         problem = Problem(
             [(X, idx_p), (X, idx_n), (X, idx_u)], 1, loss, lam=float(self.lam),
         )
-        self.fit_time_curve_ = []
-        t_start = time.perf_counter()
-
-        def monitor(n_iter, model, b):
-            self.n_iter_ = n_iter
-            if self.callback is None:
-                return
-            self._set_model_state(model, XU_thr)
-            self.fit_time_curve_.append((n_iter, time.perf_counter() - t_start))
-            self.callback(self, n_iter)
-
-        self.n_iter_ = 0
+        monitor = callback_monitor(
+            self, lambda model, b: self._set_model_state(model, XU_thr)
+        )
         result = fit_expansion(
             problem, spec, solver=self.solver, max_blocks=max_blocks, n_iter=T,
             batch_size=self.batch_size,

@@ -22,7 +22,6 @@ C*. Both are on by default because they win on the benchmarks (BENCHMARKS.md);
 from __future__ import annotations
 
 import math
-import time
 from numbers import Integral, Real
 
 import numpy as np
@@ -39,6 +38,7 @@ from weakkernels._dsg import (
     SCHEDULES,
     FunctionalModel,
     Problem,
+    callback_monitor,
     default_blocks,
     expansion_state,
     fit_expansion,
@@ -277,18 +277,9 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
             balance=lambda gU: balancing_bias(balance, gU, r), balance_target=r,
             uses=lambda w: [True, w * C_star > 0],
         )
-        self.fit_time_curve_ = []
-        t_start = time.perf_counter()
-
-        def monitor(n_iter, model, b):
-            self.n_iter_ = n_iter
-            if self.callback is None:
-                return
-            self._set_model_state(model, X, idx_u, r, seed, b)
-            self.fit_time_curve_.append((n_iter, time.perf_counter() - t_start))
-            self.callback(self, n_iter)
-
-        self.n_iter_ = 0
+        monitor = callback_monitor(
+            self, lambda model, b: self._set_model_state(model, X, idx_u, r, seed, b)
+        )
         result = fit_expansion(
             problem, spec, solver=self.solver, max_blocks=max_blocks, n_iter=T,
             batch_size=self.batch_size,

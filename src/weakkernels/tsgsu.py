@@ -53,7 +53,6 @@ unlabeled rows; ``predict`` returns 0/1 with 1 the class whose prior is ``prior`
 from __future__ import annotations
 
 import math
-import time
 import warnings
 from numbers import Real
 
@@ -69,6 +68,7 @@ from weakkernels._dsg import (
     LBFGS_MAX_ITER,
     FunctionalModel,
     Problem,
+    callback_monitor,
     default_blocks,
     expansion_state,
     fit_expansion,
@@ -674,19 +674,11 @@ class TSGSU(_SUBase):
             [(XS, None), (XU, None)], 1, loss, lam=lam,
             intercept="free" if self.fit_intercept else "none",
         )
-        self.fit_time_curve_ = []
-        t_start = time.perf_counter()
-
-        def monitor(n_iter, model, b):
-            self.n_iter_ = n_iter
-            if self.callback is None:
-                return
+        def expose(model, b):
             self._set_model_state(model, b)
             self._calibrate(XU, seed)
-            self.fit_time_curve_.append((n_iter, time.perf_counter() - t_start))
-            self.callback(self, n_iter)
 
-        self.n_iter_ = 0
+        monitor = callback_monitor(self, expose)
         result = fit_expansion(
             problem, spec, solver=self.solver, max_blocks=max_blocks, n_iter=T,
             batch_size=self.batch_size, step=lambda t, T: self._eta(t, T),
