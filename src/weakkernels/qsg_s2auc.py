@@ -285,7 +285,7 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
     * ``solver="lbfgs"`` (default) minimizes the same Eq. (9) over the fixed
       expansion of the first ``max_features`` of the same seeded features,
       in its primal, by L-BFGS (each of P, N, U capped at a seeded sample of
-      8192 rows; the all-pairs means are computed in O(n) by
+      4096 rows; the all-pairs means are computed in O(n) by
       :func:`pnu_auc_risk`). With the square pairwise loss Eq. (8) is a
       convex quadratic in ``f``, so the primal is a convex quadratic of the
       weights: L-BFGS solves exactly the problem the stochastic steps

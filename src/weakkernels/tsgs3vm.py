@@ -404,7 +404,7 @@ _SHARED_PARAMS_DOC = """C : float, default=1.0
         gradient steps (labeled minibatch, unlabeled minibatch, fresh block
         of random features). ``"lbfgs"`` minimises the same objective over a
         fixed expansion of the same seeded features by L-BFGS in its primal
-        (each point set capped at a seeded sample of 8192 rows): the SGD
+        (each point set capped at a seeded sample of 4096 rows): the SGD
         reaches the exact SVM's accuracy only with far more iterations than a
         default can afford when ``C`` is large (BENCHMARKS.md, "Convergence").
     tol : float, default=1e-5

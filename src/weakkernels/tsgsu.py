@@ -450,7 +450,7 @@ class TSGSU(_SUBase):
       max_iter=100)``.
     * ``solver="lbfgs"`` (default) minimizes the same Eq. (9) over the fixed
       expansion of the first ``max_features`` of the same seeded features, in
-      its primal, by L-BFGS (each point set capped at a seeded sample of 8192
+      its primal, by L-BFGS (each point set capped at a seeded sample of 4096
       rows). With the squared loss and ``correction="none"`` (the defaults)
       the risk Eq. (7) is a convex quadratic in ``f`` (``l(z, +1) - l(z, -1)
       = -z``, Bao et al. Theorem 4): ``-a pi_S f`` on pair points, ``f^2/4 +
