@@ -645,3 +645,12 @@ _FAILS.update({
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_auto_prior_with_too_few_unlabeled_points_is_refused_clearly():
+    """RELIABILITY round two, item 4: numpy's quantile message before."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 3))
+    y = np.r_[np.ones(20, int), -np.ones(60, int)]
+    with pytest.raises(ValueError, match="at least 100 unlabeled points"):
+        TSGSU(prior="auto", random_state=0).fit(X, y)

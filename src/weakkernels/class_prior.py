@@ -18,6 +18,9 @@ from sklearn.linear_model import LogisticRegression
 
 from weakkernels.random_features import RandomFeatures, seed_from_random_state
 
+# Smallest anchor set of the mixture-proportion estimate (unlabeled points): a
+# binomial ratio on fewer points is too noisy to pick the set by.
+_MIN_UNLABELED = 100
 
 def prior_from_mixture_proportion(kappa: float) -> float:
     """Minority class prior from ``kappa = inf_x p~_S(x) / p(x)``.
@@ -75,10 +78,18 @@ def estimate_class_prior(
     Returns a dict with ``prior`` (positive = majority class), ``pi_S``,
     ``kappa``, ``q`` (the chosen set's fraction of unlabeled points).
     """
-    seed = seed_from_random_state(random_state)
-    rng = np.random.Generator(np.random.Philox(key=seed))
     XS = np.asarray(XS, dtype=np.float64)
     XU = np.asarray(XU, dtype=np.float64)
+    if XU.shape[0] < _MIN_UNLABELED:
+        # the anchor sets A_q hold at least 100 unlabeled points (below); with
+        # fewer there is no set to estimate the ratio on
+        raise ValueError(
+            f"prior='auto' needs at least {_MIN_UNLABELED} unlabeled points to "
+            f"estimate the class prior (got {XU.shape[0]}); pass the prior as a "
+            "number, e.g. prior=0.7."
+        )
+    seed = seed_from_random_state(random_state)
+    rng = np.random.Generator(np.random.Philox(key=seed))
     if XS.shape[0] > max_samples:
         XS = XS[np.sort(rng.choice(XS.shape[0], max_samples, replace=False))]
     if XU.shape[0] > max_samples:
@@ -100,7 +111,7 @@ def estimate_class_prior(
         clf.fit(Z[tr], s[tr])
         score[te] = clf.decision_function(Z[te])
     sS, sU = np.sort(score[:nS]), np.sort(score[nS:])
-    q_min = max(0.02, 100.0 / nU)
+    q_min = max(0.02, _MIN_UNLABELED / nU)
     qs = np.linspace(q_min, 1.0, 200)
     tau = np.quantile(sU, qs)
     pU = np.searchsorted(sU, tau, side="right") / nU
