@@ -42,3 +42,18 @@ def test_failed_first_fit_leaves_an_unfitted_estimator():
     assert not hasattr(est, "n_features_in_")
     with pytest.raises(NotFittedError):
         est.predict(np.zeros((2, 3)))
+
+
+def test_default_expansion_respects_the_documented_memory_budget():
+    """RELIABILITY round two, item 5: the L-BFGS expansion's feature matrix
+    (rows x D) and frequencies (d x D) stay within the budgets of
+    ``_dsg.primal_features`` above the 1024-feature floor."""
+    from weakkernels._dsg import primal_features
+
+    assert primal_features(550, 32, 50) == 4096  # g50c: small, low-dim
+    assert primal_features(4296, 32, 8) == 1024  # 200 + 4096 rows
+    assert primal_features(100, 32, 20_000) == 1024  # 100 x 20 000 dense
+    for rows, d in [(100, 300), (2200, 50), (300, 5000), (4000, 4000)]:
+        D = primal_features(rows, 32, d)
+        assert 1024 <= D <= 4096 and D % 32 == 0
+        assert D == 1024 or (rows * D <= 1 << 22 and d * D <= 1 << 24)

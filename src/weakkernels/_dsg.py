@@ -219,6 +219,7 @@ LBFGS_MAX_ITER = 500
 LBFGS_FEATURES = 1024
 LBFGS_MAX_FEATURES = 4096
 _PRIMAL_BUDGET = 1 << 22
+_FREQUENCY_BUDGET = 1 << 24
 
 # Parameters of every estimator trained by fit_expansion (TSGS3VM, FRS3VM,
 # TSGSU, QSGS2AUC), validated by name: each merges this into its own
@@ -242,20 +243,31 @@ EXPANSION_CONSTRAINTS = {
 }
 
 
-def default_blocks(solver: str, set_sizes, max_features, block_size: int) -> int:
+def default_blocks(solver: str, set_sizes, max_features, block_size: int,
+                   n_features_in: int = 1) -> int:
     """Blocks of an estimator's expansion: ``max_features`` if given, else
     unbounded for ``solver="sgd"`` (new blocks every step, as the papers) and
     :func:`primal_features` of the rows L-BFGS will hold for ``"lbfgs"``."""
     rows = sum(min(int(n), PRIMAL_MAX_ROWS) for n in set_sizes)
-    default = None if solver == "sgd" else primal_features(rows, block_size)
+    default = (None if solver == "sgd"
+               else primal_features(rows, block_size, n_features_in))
     return feature_layout(max_features, block_size, default)
 
 
-def primal_features(n_rows: int, block_size: int) -> int:
-    """Default size of the fixed expansion for ``n_rows`` training rows (the
-    rows :func:`fit_expansion` will hold: each set capped at
-    :data:`PRIMAL_MAX_ROWS`), a multiple of ``block_size``."""
-    D = min(LBFGS_MAX_FEATURES, max(LBFGS_FEATURES, _PRIMAL_BUDGET // max(n_rows, 1)))
+def primal_features(n_rows: int, block_size: int, n_features_in: int = 1) -> int:
+    """Default size ``D`` of the fixed expansion for ``n_rows`` training rows
+    (the rows :func:`fit_expansion` will hold: each set capped at
+    :data:`PRIMAL_MAX_ROWS`) of ``n_features_in`` columns, a multiple of
+    ``block_size``.
+
+    Memory model of ``solver="lbfgs"`` (compute dtype, 4 bytes in float32):
+    the feature matrix, ``n_rows x D <= 2^22`` entries above 1024 features, and
+    the frequencies, ``n_features_in x D <= 2^24`` entries above 1024 features
+    (64 MB: a 100 x 20 000 problem gets 1024 features, not 4096).
+    """
+    D = min(LBFGS_MAX_FEATURES, _PRIMAL_BUDGET // max(n_rows, 1),
+            _FREQUENCY_BUDGET // max(n_features_in, 1))
+    D = max(LBFGS_FEATURES, D)
     return max(block_size, D // block_size * block_size)
 
 

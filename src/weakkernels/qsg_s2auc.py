@@ -480,7 +480,7 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         self.seed_ = seed
         B = int(self.block_size)
         max_blocks = default_blocks(
-            self.solver, (n_p, n_n, n_u), self.max_features, B)
+            self.solver, (n_p, n_n, n_u), self.max_features, B, X.shape[1])
         spec = FeatureSpec(
             self.kernel, self.sigma_, self.degree, self.coef0, X.shape[1], B, seed,
             dtype,

@@ -187,9 +187,9 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
     _parameter_constraints = dict(_COMMON_CONSTRAINTS)
 
     # -- subclass hooks --------------------------------------------------------
-    def _layout(self, n_rows: int, set_sizes) -> tuple[int, int]:
-        """Return ``(block_size, max_blocks)`` for ``n_rows`` training rows in
-        sets of ``set_sizes`` (labeled, unlabeled)."""
+    def _layout(self, n_rows: int, set_sizes, d: int) -> tuple[int, int]:
+        """Return ``(block_size, max_blocks)`` for ``n_rows`` training rows of
+        ``d`` columns in sets of ``set_sizes`` (labeled, unlabeled)."""
         raise NotImplementedError
 
     # -- fit ---------------------------------------------------------------
@@ -236,7 +236,7 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
         seed = seed_from_random_state(self.random_state)
         self.seed_ = seed
         sgd = self.solver == "sgd"
-        B, max_blocks = self._layout(X.shape[0], (n_l, n_u))
+        B, max_blocks = self._layout(X.shape[0], (n_l, n_u), X.shape[1])
         spec = FeatureSpec(
             self.kernel, self.sigma_, self.degree, self.coef0, X.shape[1], B, seed,
             dtype,
@@ -560,9 +560,9 @@ class TSGS3VM(_S3VMBase):
         self.callback = callback
         self.callback_every = callback_every
 
-    def _layout(self, n_rows, set_sizes):
+    def _layout(self, n_rows, set_sizes, d):
         B = int(self.block_size)
-        return B, default_blocks(self.solver, set_sizes, self.max_features, B)
+        return B, default_blocks(self.solver, set_sizes, self.max_features, B, d)
 
 
 @register
@@ -653,10 +653,10 @@ class FRS3VM(_S3VMBase):
         self.callback = callback
         self.callback_every = callback_every
 
-    def _layout(self, n_rows, set_sizes):
+    def _layout(self, n_rows, set_sizes, d):
         if self.n_components == "sqrt":
             D = math.ceil(math.sqrt(n_rows))
         else:
-            D = self.n_components or default_blocks("lbfgs", set_sizes, None, 1)
+            D = self.n_components or default_blocks("lbfgs", set_sizes, None, 1, d)
         # One block holding all features, revisited every step.
         return int(D), 1

@@ -652,7 +652,8 @@ class TSGSU(_SUBase):
             T = int(self.max_iter or LBFGS_MAX_ITER)
         B = int(self.block_size)
         max_blocks = default_blocks(
-            self.solver, (XS.shape[0], XU.shape[0]), self.max_features, B)
+            self.solver, (XS.shape[0], XU.shape[0]), self.max_features, B,
+            XS.shape[1])
         spec = FeatureSpec(
             self.kernel, self.sigma_, self.degree, self.coef0, XS.shape[1], B, seed,
             np.dtype(self.dtype),
