@@ -19,7 +19,9 @@ from pathlib import Path
 import numpy as np
 import scipy.io as sio
 
-DATA = Path(os.environ.get("WEAKKERNELS_DATA", "/work/shared/data/raw"))
+# the data mirror beside the clone (../shared/data/raw), or $WEAKKERNELS_DATA
+DATA = Path(os.environ.get("WEAKKERNELS_DATA",
+                           Path(__file__).resolve().parents[2] / "shared/data/raw"))
 
 # RampSVM with this s never sees y f(x) < s, so beta stays 0 and Algorithm 1.2
 # is the hinge SVM after its first convex solve (checked against SVC in tests).

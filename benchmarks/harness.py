@@ -63,7 +63,9 @@ RESULTS = HERE / "results" / "harness"
 WORKER = HERE / "peers" / "worker.py"
 PEER_VENVS = HERE / ".peer-venvs"
 SETUP = HERE / "peers" / "setup_peer_venv.sh"
-DATA = Path(os.environ.get("WEAKKERNELS_DATA", "/work/shared/data/raw"))
+# the data mirror beside the clone (../shared/data/raw), or $WEAKKERNELS_DATA
+DATA = Path(os.environ.get("WEAKKERNELS_DATA",
+                           Path(__file__).resolve().parents[2] / "shared/data/raw"))
 
 ONE_THREAD = {
     "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",

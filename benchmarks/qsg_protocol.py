@@ -46,7 +46,9 @@ from sklearn.metrics import roc_auc_score
 from weakkernels.baselines.auc import PNUAUC, ExactS2AUC, SupervisedKernelAUC
 from weakkernels.qsg_s2auc import QSGS2AUC
 
-DATA = Path(os.environ.get("WEAKKERNELS_DATA", "/work/shared/data/raw"))
+# the data mirror beside the clone (../shared/data/raw), or $WEAKKERNELS_DATA
+DATA = Path(os.environ.get("WEAKKERNELS_DATA",
+                           Path(__file__).resolve().parents[2] / "shared/data/raw"))
 N_LABELED = 200
 N_TEST = 5000
 

@@ -44,7 +44,9 @@ from weakkernels.baselines.su import CUU, SUSL
 from weakkernels.pipeline.splits import fit_arrays, resolve, su_split
 from weakkernels.tsgsu import TSGSU, su_zero_one_risk
 
-DATA = Path(os.environ.get("WEAKKERNELS_DATA", "/work/shared/data/raw"))
+# the data mirror beside the clone (../shared/data/raw), or $WEAKKERNELS_DATA
+DATA = Path(os.environ.get("WEAKKERNELS_DATA",
+                           Path(__file__).resolve().parents[2] / "shared/data/raw"))
 TUNE_SEED = 1000
 
 
