@@ -542,21 +542,22 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
             curve.append(float(res.fun))
             v, b = unpack(z)
             check_divergence(v, "C (the problem is too badly scaled)")
-            _set_primal(model, v, n_blocks, norm)
+            _set_primal(model, v, n_blocks, norm, W, second)
             intercept = b - (mu.astype(np.float64) @ v if center else 0.0)
             if monitor is not None:
                 monitor(n_iter, model, intercept)
     return Expansion(model, intercept, n_iter, curve)
 
 
-def _set_primal(model: FunctionalModel, v: np.ndarray, n_blocks: int, norm) -> None:
+def _set_primal(model: FunctionalModel, v: np.ndarray, n_blocks: int, norm,
+                W, second) -> None:
     """Load primal weights ``v`` (D, K) of ``psi = features * norm`` into the
-    expansion (whose features are the unscaled ``features``)."""
+    expansion (whose features are the unscaled ``features``); ``W, second``
+    are the ``n_blocks`` blocks the solver already generated."""
     B = model.spec.block_size
     if model.n_blocks < n_blocks:
         while model._second.size < n_blocks * B:
             model._grow()
-        W, second = model.spec.blocks(0, n_blocks)
         model._W[..., : n_blocks * B] = W
         model._second[: n_blocks * B] = second
         model.n_blocks = n_blocks
