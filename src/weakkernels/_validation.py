@@ -5,14 +5,40 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import validate_data
 
 UNLABELED = -1
 
+# what ``accept_sparse=True`` takes; everything is converted to CSR
+_SPARSE_FORMATS = ("csr", "csc", "coo")
+
+
+def _canonical_csr(X):
+    """CSR with sorted, duplicate-free indices and int64-safe index arrays.
+
+    The numba kernels walk ``indptr/indices/data`` and assume one entry per
+    (row, column); scipy allows duplicates and unsorted indices in a valid
+    matrix, so they are summed and sorted here, once, at the boundary.
+    """
+    if not sp.issparse(X):
+        return X
+    X = sp.csr_matrix(X)
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    return X
+
 
 def validate_semi_supervised(
-    estimator, X, y, *, require_unlabeled: bool = True, keep_float32: bool = False
+    estimator,
+    X,
+    y,
+    *,
+    require_unlabeled: bool = True,
+    keep_float32: bool = False,
+    accept_sparse: bool = False,
 ):
     """Validate ``fit(X, y)`` input where ``y == -1`` marks unlabeled samples.
 
@@ -20,22 +46,27 @@ def validate_semi_supervised(
     only (never -1), as in scikit-learn's ``SelfTrainingClassifier``.
 
     Raises ``ValueError`` with a message naming the problem for: NaN/inf, empty X,
-    sparse X, non-numeric features, continuous targets, no labeled samples, a single
-    labeled class, and (when ``require_unlabeled``) no unlabeled samples.
+    sparse X (unless ``accept_sparse``), non-numeric features, continuous targets,
+    no labeled samples, a single labeled class, and (when ``require_unlabeled``)
+    no unlabeled samples.
 
     With ``keep_float32``, float32 input (including a read-only ``np.memmap``) is
     kept as it is, without a copy, so out-of-core data stays on disk.
+
+    With ``accept_sparse``, scipy.sparse input is returned as CSR with sorted
+    indices (the layout the numba kernels read); dense input stays dense.
     """
     X, y = validate_data(
         estimator,
         X,
         y,
-        accept_sparse=False,
+        accept_sparse=_SPARSE_FORMATS if accept_sparse else False,
         dtype=[np.float64, np.float32] if keep_float32 else np.float64,
         ensure_all_finite=True,
         y_numeric=False,
         reset=True,
     )
+    X = _canonical_csr(X)
     check_magnitude(estimator, X)
     y = np.asarray(y)
     if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
@@ -68,19 +99,23 @@ def validate_semi_supervised(
     return X, y, labeled, classes
 
 
-def validate_predict(estimator, X, *, keep_float32: bool = False):
+def validate_predict(
+    estimator, X, *, keep_float32: bool = False, accept_sparse: bool = False
+):
     """Validate prediction input against the fitted feature count.
 
-    With ``keep_float32``, float32 input (e.g. a ``np.memmap``) is not copied.
+    With ``keep_float32``, float32 input (e.g. a ``np.memmap``) is not copied;
+    with ``accept_sparse``, sparse input comes back as canonical CSR.
     """
     X = validate_data(
         estimator,
         X,
-        accept_sparse=False,
+        accept_sparse=_SPARSE_FORMATS if accept_sparse else False,
         dtype=[np.float64, np.float32] if keep_float32 else np.float64,
         ensure_all_finite=True,
         reset=False,
     )
+    X = _canonical_csr(X)
     check_magnitude(estimator, X)
     return X
 
@@ -94,11 +129,20 @@ def check_magnitude(estimator, X) -> None:
     turns values beyond the float32 range into inf. Either way the message
     names the input, not a step size.
     """
-    if X.size == 0:
-        return
-    # two reductions, no |X| temporary: X may be a memmap larger than RAM
-    peak = max(abs(float(np.max(X))), abs(float(np.min(X))))
-    limit = float(np.sqrt(np.finfo(np.float64).max / (4.0 * X.shape[1])))
+    if sp.issparse(X):
+        # the implicit zeros never set the peak; only the stored values can
+        X = X.data
+        if X.size == 0:
+            return
+        peak = max(abs(float(np.max(X))), abs(float(np.min(X))))
+        n_features = estimator.n_features_in_
+    else:
+        if X.size == 0:
+            return
+        # two reductions, no |X| temporary: X may be a memmap larger than RAM
+        peak = max(abs(float(np.max(X))), abs(float(np.min(X))))
+        n_features = X.shape[1]
+    limit = float(np.sqrt(np.finfo(np.float64).max / (4.0 * n_features)))
     where = "float64"
     if getattr(estimator, "dtype", None) == "float32":
         limit, where = min(limit, float(np.sqrt(np.finfo(np.float32).max))), "float32"
