@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "peers"))
 import worker  # noqa: E402
 
 S3VM = {"tsgs3vm", "frs3vm", "cccp_tsvm"}
-CHECKED = S3VM | {"qsgs2auc"}
+CHECKED = S3VM | {"qsgs2auc", "qns3vm"}
 # paper 000 Algorithm 1 as printed (Sec. 6): the settings an "as printed" row has
 AS_PRINTED = {"solver": "sgd", "loss": "hinge", "unlabeled_loss": "shg",
               "balance": "none", "anneal": 0.0, "learning_rate": "fixed",
@@ -62,11 +62,40 @@ def _same(a, b) -> bool:
     return a == b
 
 
+def _peer_problems(label: str, p: dict) -> list[str]:
+    """QN-S3VM rows (``benchmarks/peers/qns3vm_adapter.py``): C* named and
+    passed, the basis-point count named."""
+    out = []
+    m = re.search(r"C\* = ([^,)]+)", label)
+    if "C_star" not in p:
+        out.append("C_star not passed explicitly")
+    elif not m:
+        out.append("label does not name C*")
+    else:
+        rule = m.group(1).strip()
+        want = CSTAR_RULES.get(rule, None)
+        if not _same(p["C_star"], want if want is not None else _num(rule)):
+            out.append(f"C*: C_star={p['C_star']!r}, label implies {rule!r}")
+    if p.get("C", "$C") != "$C":
+        out.append("C is not the protocol's")
+    n = re.search(r"\b(\d+) basis points", label)
+    if p.get("numR") is None and "full" not in label:
+        out.append("full kernel expansion: say 'full'")
+    if p.get("numR") is not None and (not n or int(n.group(1)) != p["numR"]):
+        out.append(f"numR={p['numR']!r} not named as basis points")
+    unknown = set(p) - {"C", "C_star", "sigma", "numR"}
+    if unknown:
+        out.append(f"parameters not named by the label: {sorted(unknown)}")
+    return out
+
+
 def label_problems(row: dict) -> list[str]:
     """What is wrong with ``row``'s label given its parameters (empty: ok)."""
     method, label = row["method"], row["name"]
     label = " ".join(label.split())
     p = dict(row.get("params", {}))
+    if method == "qns3vm":
+        return _peer_problems(label, p)
     out: list[str] = []
     named: set[str] = set()
     defaults = _defaults(method)
@@ -230,6 +259,23 @@ def test_removing_cstar_fails():
     assert label_problems(row)
     with pytest.raises(ValueError, match="C_star"):
         worker.make_estimator("cccp_tsvm", row["params"], 0)
+
+
+def test_qns3vm_rows_name_their_cstar():
+    """QN-S3VM's C* is mapped to its lamU by the adapter: the row passes it,
+    the label names it; removing it fails the check and the worker."""
+    path = ROOT / "benchmarks" / "protocols" / "g50c_like.yaml"
+    rows = [m for m in _rows(path.read_text()) if m["method"] == "qns3vm"]
+    assert len(rows) == 3 and all(label_problems(m) == [] for m in rows)
+    row = {**rows[0], "params": {k: v for k, v in rows[0]["params"].items()
+                                 if k != "C_star"}}
+    assert label_problems(row)
+    with pytest.raises(ValueError, match="C_star"):
+        worker.make_estimator("qns3vm", row["params"], 0)
+    row = {**rows[0], "params": {**rows[0]["params"], "C_star": "$C"}}
+    assert label_problems(row)  # label says C n_l/n_u
+    row = {**rows[1], "params": {**rows[1]["params"], "numR": 300}}
+    assert label_problems(row)  # label says 200 basis points
 
 
 def test_as_printed_claim_needs_settings():

@@ -30,6 +30,32 @@ write the result JSON.  Measured:
 * ``curve`` -- ``(n_iter, fit seconds excluding the curve's own evaluations,
   validation error or AUC)`` through ``callback(est, n_iter)`` where the
   estimator offers it.
+
+What the parameters mean (issue 13)
+-----------------------------------
+``C`` is on the *sum* of the labeled losses for every classification row
+(scikit-learn's convention: ``SVC(C)``, ``CCCPTSVM``, ``TSGS3VM``, ``FRS3VM``),
+and ``C_star`` on the sum of the unlabeled ones; every S3VM row passes
+``C_star`` explicitly (``EXPLICIT_CSTAR``; ``$cstar_LU = C n_l / n_u`` is paper
+004's ``U C* = L C``). The peers are mapped onto that convention by their
+adapters, each with its derivation in its docstring and a numeric check in
+``tests/test_peer_mappings.py``:
+
+* QN-S3VM (``qns3vm_adapter.qns3vm_parameters``): its objective is on *means*,
+  ``lam = 1 / (2 C L)`` and ``lamU = C* U / (C L)`` (``lamU = 1`` at
+  ``C* = C L / U``). Before issue 13 the adapter used ``lam = 1 / (2 C)``:
+  QN-S3VM was regularised ``L`` times more strongly than its neighbours.
+* pywsl PNU: no exact mapping exists (Euclidean penalty on basis
+  coefficients, squared loss on prior-weighted means); ``lam`` is the peer's
+  own and the row names it (see ``pywsl_adapter``).
+* ``rbf_sgd``: ``SGDClassifier``'s ``alpha`` multiplies ``||w||^2 / 2`` beside
+  the *mean* hinge loss, so ``alpha = 1 / (C L)`` is the SVC row's objective
+  on the random features; the rows pass that ``alpha`` directly (0.0005 at
+  C = 10, L = 200; 0.002 at L = 50; checked by ``tests/test_peer_mappings.py``).
+* SU rows (``tsgsu``, ``cuu``, ``susl``): ``lam`` is each estimator's own --
+  TSGSU's multiplies ``||f||_H^2 / 2``, CUU's and SUSL's ``||alpha||^2 / 2``
+  of the center coefficients; equal numbers are not equal strengths, so
+  every SU row's label names its ``lam``.
 """
 
 from __future__ import annotations
@@ -47,7 +73,7 @@ import numpy as np
 OURS_NUMBA = {"tsgs3vm", "frs3vm", "tsgsu", "qsgs2auc", "cccp_tsvm", "cuu"}
 CURVE_METHODS = {"tsgs3vm", "frs3vm", "tsgsu", "qsgs2auc"}
 # S3VMs whose unlabeled weight C_star must be given by the protocol row
-EXPLICIT_CSTAR = {"tsgs3vm", "frs3vm", "cccp_tsvm"}
+EXPLICIT_CSTAR = {"tsgs3vm", "frs3vm", "cccp_tsvm", "qns3vm"}
 
 
 def _rss_mb() -> float:
@@ -106,8 +132,8 @@ def make_estimator(method: str, p: dict, seed: int):
             SGDClassifier(loss="hinge", alpha=p.get("alpha", 1e-4),
                           max_iter=p.get("max_iter", 50), random_state=seed)))
     if method in EXPLICIT_CSTAR and "C_star" not in p:
-        # the estimators' defaults differ (CCCPTSVM: C* = C; TSGS3VM/FRS3VM:
-        # C n_l / n_u) and have changed: a row states the C* it runs with
+        # the estimators' defaults have differed (CCCPTSVM once C* = C) and
+        # changed: a row states the C* it runs with
         raise ValueError(f"{method}: the protocol row must pass C_star "
                          "explicitly (e.g. $cstar_LU = C n_l / n_u, or $C)")
     if method in ("tsgs3vm", "frs3vm"):
