@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.linear_model import LogisticRegression
 
 from weakkernels.random_features import RandomFeatures, seed_from_random_state
@@ -34,6 +35,12 @@ def prior_from_mixture_proportion(kappa: float) -> float:
     b = 2.0 * k + 1.0
     disc = max(b * b - 8.0 * k * k, 0.0)
     return float((b - math.sqrt(disc)) / (4.0 * k))
+
+
+def _as_rows(X):
+    if sp.issparse(X):
+        return sp.csr_matrix(X, dtype=np.float64)
+    return np.asarray(X, dtype=np.float64)
 
 
 def estimate_class_prior(
@@ -78,8 +85,9 @@ def estimate_class_prior(
     Returns a dict with ``prior`` (positive = majority class), ``pi_S``,
     ``kappa``, ``q`` (the chosen set's fraction of unlabeled points).
     """
-    XS = np.asarray(XS, dtype=np.float64)
-    XU = np.asarray(XU, dtype=np.float64)
+    # scipy.sparse rows stay sparse (CSR): the random features read them as is
+    XS = _as_rows(XS)
+    XU = _as_rows(XU)
     if XU.shape[0] < _MIN_UNLABELED:
         # the anchor sets A_q hold at least 100 unlabeled points (below); with
         # fewer there is no set to estimate the ratio on
@@ -95,7 +103,8 @@ def estimate_class_prior(
     if XU.shape[0] > max_samples:
         XU = XU[np.sort(rng.choice(XU.shape[0], max_samples, replace=False))]
     nS, nU = XS.shape[0], XU.shape[0]
-    X = np.concatenate([XS, XU])
+    X = sp.vstack([XS, XU], format="csr") if sp.issparse(XS) else (
+        np.concatenate([XS, XU]))
     s = np.concatenate([np.ones(nS), np.zeros(nU)])
     rf = RandomFeatures(
         kernel=kernel, sigma=sigma, degree=degree, coef0=coef0,

@@ -41,6 +41,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.metrics import roc_auc_score
 from sklearn.utils._param_validation import Interval
@@ -71,6 +72,7 @@ from weakkernels._validation import (
 )
 from weakkernels.random_features import (
     FeatureSpec,
+    as_compute_rows,
     blas_single_thread,
     seed_from_random_state,
 )
@@ -243,7 +245,10 @@ class _AUCRankerMixin:
         unknown = np.setdiff1d(np.unique(yl), self.classes_)
         if unknown.size:
             raise ValueError(f"y holds labels {unknown.tolist()} not in classes_.")
-        f = self.decision_function(np.asarray(X)[lab])
+        # sparse X: the labeled rows, still sparse (COO cannot be indexed)
+        X = sp.csr_matrix(X)[np.flatnonzero(lab)] if sp.issparse(X) else (
+            np.asarray(X)[lab])
+        f = self.decision_function(X)
         sw = None if sample_weight is None else np.asarray(sample_weight)[lab]
         return float(roc_auc_score(yl == self.classes_[1], f, sample_weight=sw))
 
@@ -449,14 +454,15 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
+            Sparse input (CSR, CSC, COO) is used as CSR, never densified.
         y : array-like of shape (n_samples,)
             Two class labels (``classes_[1]`` is positive); ``-1`` marks an
             unlabeled sample. Both classes and at least one unlabeled sample
             are required.
         """
         X, y, labeled, classes = validate_semi_supervised(
-            self, X, y, require_unlabeled=False
+            self, X, y, require_unlabeled=False, accept_sparse=True
         )
         self.classes_ = classes
         pos, neg = self._split_classes(y, labeled, classes)
@@ -493,8 +499,8 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
             T = max(int(self.min_iter),
                     math.ceil(self.n_passes * n_u / self.batch_size))
         # Fixed unlabeled sample for the threshold (identical at every callback).
-        XU_thr = np.ascontiguousarray(
-            X[idx_u[seeded_sample(n_u, _THRESHOLD_SAMPLE, seed)]], dtype=dtype
+        XU_thr = as_compute_rows(
+            X[idx_u[seeded_sample(n_u, _THRESHOLD_SAMPLE, seed)]], dtype
         )
         gamma, eta0, t0 = float(self.gamma), float(self.eta0), float(self.t0)
 
@@ -544,9 +550,10 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
 
     def decision_function(self, X):
         """``f(x) - threshold_``, ``f`` regenerated from the seeds
-        (Algorithm 2). Larger means more likely positive; AUC-ranked."""
+        (Algorithm 2). Larger means more likely positive; AUC-ranked. ``X``
+        may be dense or scipy.sparse (CSR, CSC, COO)."""
         check_is_fitted(self)
-        X = validate_predict(self, X)
+        X = validate_predict(self, X, accept_sparse=True)
         f = self.spec_.decision(X, self.coef_, self.n_blocks_)[:, 0]
         return f - self.threshold_
 
@@ -565,3 +572,8 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         self.n_features_in_ = int(meta["n_features_in"])
         self.classes_ = arrays["classes"]
         self.platt_ = arrays["platt"]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # the exact-kernel baselines stay dense
+        return tags

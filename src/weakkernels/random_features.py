@@ -33,6 +33,7 @@ from numbers import Integral
 
 import numba
 import numpy as np
+import scipy.sparse as sp
 from numba import njit, prange
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval
@@ -62,6 +63,8 @@ _GEMM_ELEMS = 1 << 21
 
 # Rows converted to the compute dtype at a time when predicting.
 _PREDICT_ROWS = 1 << 16
+# Frequencies (d x features) regenerated at a time when predicting.
+_CHUNK_FREQUENCIES = 1 << 24
 
 _INV_2PI_F = np.float32(1.0 / _TWO_PI)
 _2PI_HI_F = np.float32(6.28125)
@@ -249,6 +252,110 @@ _KERNELS = {
 }
 
 
+def _csr_project_rows(indptr, indices, data, row0, Wf, ld, Z):
+    """``Z[i, :] = sum_p data[p] W[indices[p], :]`` over the stored entries of
+    CSR row ``row0 + i``: the projection ``omega^T x`` of paper 000 Eq. (2)
+    (``Z = X W``) for a block of sparse rows, without densifying them.
+
+    ``W`` (d, F) arrives flat: row ``k`` is ``Wf[k * ld : k * ld + F]``, so
+    a column slice of the growing expansion (row stride ``ld > F``) is read
+    in place with unit stride (as a strided 2-D array numba did not
+    vectorize the inner loop: 2.4x slower). Row-wise "axpy" form: each
+    stored ``x_k`` adds ``x_k W[k, :]`` to the output row, so the cost is
+    ``nnz x F`` and W is read only at the rows of the nonzero columns. One
+    thread owns one output row and sums its entries in storage order: the
+    result does not depend on the thread count.
+    """
+    n, F = Z.shape
+    for i in prange(n):
+        z = Z[i]
+        z[:] = 0.0
+        for p in range(indptr[row0 + i], indptr[row0 + i + 1]):
+            v = data[p]
+            k = indices[p] * ld
+            # two 1-D unit-stride views: indexing Wf[k + j] directly ran 2x
+            # slower (not vectorized)
+            w = Wf[k : k + F]
+            for j in range(F):
+                z[j] += v * w[j]
+
+
+# serial, parallel (see _make_fourier_kernels for why both)
+_CSR_PROJECT = tuple(
+    njit(parallel=par, fastmath=FASTMATH, cache=True)(_csr_project_rows)
+    for par in (False, True)
+)
+
+
+def _flat_rows(W: np.ndarray) -> tuple[np.ndarray, int]:
+    """``(Wf, ld)`` with ``W[k, j] == Wf[k * ld + j]``, without a copy when W
+    has unit column stride (C-contiguous, or a column slice of such)."""
+    item = W.itemsize
+    if W.shape[0] == 0 or W.shape[1] == 0:
+        return np.zeros(1, dtype=W.dtype), W.shape[1]
+    if W.strides[1] != item or W.strides[0] % item or W.strides[0] < W.shape[1] * item:
+        W = np.ascontiguousarray(W)
+    ld = W.strides[0] // item
+    size = (W.shape[0] - 1) * ld + W.shape[1]
+    # every element of this span lies in W's own buffer (rows of one array)
+    Wf = np.lib.stride_tricks.as_strided(W, shape=(size,), strides=(item,))
+    return Wf, ld
+
+
+def csr_project(X, W: np.ndarray, out: np.ndarray | None = None,
+                row0: int = 0) -> np.ndarray:
+    """``X[row0:row0 + len(out)] @ W`` for a CSR matrix ``X`` into ``out``.
+
+    The Python boundary of :func:`_csr_project_rows`: checks the format,
+    shapes and dtypes, so the numba kernel sees only arrays and scalars.
+
+    Why a numba kernel and not scipy's ``X[rows] @ W`` (the same row-wise
+    algorithm, ``csr_matvecs``), measured with ``python
+    benchmarks/sparse_rcv1_scale.py --kernel-only`` (float32, D = 1024 output
+    columns, 2000 rows; see benchmarks/results/sparse_rcv1/SECTION.md):
+    on contiguous W the kernel is ~10-20 % faster than scipy; on a column
+    slice of W -- what the growing SGD expansion passes -- scipy first copies
+    the whole of W and took 1.4-2x the kernel's time; and scipy allocates a
+    fresh result per call where the fused cosine path reuses one buffer.
+    """
+    if not (sp.issparse(X) and X.format == "csr"):
+        raise TypeError(f"csr_project needs a CSR matrix; got {type(X).__name__}.")
+    if W.ndim != 2 or W.shape[0] != X.shape[1]:
+        raise ValueError(
+            f"W has shape {W.shape}; expected ({X.shape[1]}, n_features)."
+        )
+    if X.dtype != W.dtype:
+        raise ValueError(f"X is {X.dtype} and W {W.dtype}; they must match.")
+    if out is None:
+        out = np.empty((X.shape[0] - row0, W.shape[1]), dtype=W.dtype)
+    if (out.dtype != W.dtype or out.shape[1] != W.shape[1]
+            or not out.flags.c_contiguous
+            or not 0 <= row0 <= row0 + out.shape[0] <= X.shape[0]):
+        raise ValueError("csr_project: out has the wrong shape, dtype or layout.")
+    Wf, ld = _flat_rows(W)
+    nnz = int(X.indptr[row0 + out.shape[0]] - X.indptr[row0])
+    _CSR_PROJECT[_parallel_worth_it(nnz * W.shape[1])](
+        X.indptr, X.indices, X.data, int(row0), Wf, int(ld), out
+    )
+    return out
+
+
+def as_compute_rows(X, dtype):
+    """Rows in the compute dtype: CSR stays CSR (no densifying), dense
+    becomes C-contiguous."""
+    if sp.issparse(X):
+        return sp.csr_matrix(X).astype(dtype, copy=False)
+    return np.ascontiguousarray(X, dtype=dtype)
+
+
+def _max_row_norm(X) -> float:
+    """``max_i ||x_i||`` summed in X's dtype (float32: an overflow is inf)."""
+    if sp.issparse(X):
+        sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+        return math.sqrt(float(sq.max())) if sq.size else 0.0
+    return math.sqrt(float(np.einsum("ij,ij->i", X, X).max()))
+
+
 @njit(parallel=True, cache=True)
 def _maclaurin_features(X, W, scale, norm, out):
     """``out[i, j] = norm * scale[j] * prod_{i' < N_j} <W[i', :, j], x_i>``.
@@ -271,6 +378,22 @@ def _maclaurin_features(X, W, scale, norm, out):
                 if nonzero:
                     v *= dot
             out[i, j] = v
+
+
+def _maclaurin_features_csr(X, W, scale, norm, out) -> None:
+    """:func:`_maclaurin_features` for CSR rows: each order's dot products
+    ``<W[q, :, j], x>`` are one :func:`csr_project` (Kar & Karnick 2012's
+    feature ``sqrt(a_N / q_N) prod_{q < N} <w_q, x>``), in float64 as the
+    dense kernel sums them."""
+    X64 = X.astype(np.float64, copy=False)
+    used = np.any(W != 0, axis=1)  # (degree, B): order q part of feature j
+    prod = np.broadcast_to(scale.astype(np.float64) * float(norm), out.shape).copy()
+    for q in range(W.shape[0]):
+        if not used[q].any():
+            continue
+        dots = csr_project(X64, np.ascontiguousarray(W[q], dtype=np.float64))
+        prod *= np.where(used[q][None, :], dots, 1.0)
+    out[:] = prod
 
 
 class FeatureSpec:
@@ -336,13 +459,17 @@ class FeatureSpec:
         return W.astype(self.dtype), scale.astype(self.dtype)
 
     def blocks(self, first: int, stop: int):
-        """Blocks ``first .. stop-1`` concatenated along the feature axis."""
-        parts = [self.block(b) for b in range(first, stop)]
-        axis = 1 if self.is_fourier else 2
-        return (
-            np.concatenate([p[0] for p in parts], axis=axis),
-            np.concatenate([p[1] for p in parts]),
-        )
+        """Blocks ``first .. stop-1`` concatenated along the feature axis.
+
+        Written block by block into the result (a list of blocks and their
+        concatenation held W twice: 2 x 192 MB at d = 47 000, D = 1024)."""
+        B, n = self.block_size, max(0, stop - first)
+        shape = (self.d,) if self.is_fourier else (self.degree, self.d)
+        W = np.empty(shape + (n * B,), dtype=self.dtype)
+        second = np.empty(n * B, dtype=self.dtype)
+        for i, b in enumerate(range(first, stop)):
+            W[..., i * B : (i + 1) * B], second[i * B : (i + 1) * B] = self.block(b)
+        return W, second
 
     @property
     def norm(self) -> float:
@@ -380,10 +507,10 @@ class FeatureSpec:
         cosine clamps). Costs one pass over ``X`` (n d) against the GEMM's
         n d F.
         """
-        if self.dtype != np.float32 or not self.is_fourier or X.size == 0:
+        if self.dtype != np.float32 or not self.is_fourier or X.shape[0] == 0:
             return
         # float32 sums: an overflow to inf is a refusal, as it should be
-        x_norm = math.sqrt(float(np.einsum("ij,ij->i", X, X).max()))
+        x_norm = _max_row_norm(X)
         w_norm = self.median_frequency_norm()
         scale = x_norm * w_norm
         if not scale <= FLOAT32_PHASE_LIMIT:
@@ -396,17 +523,22 @@ class FeatureSpec:
                 "dtype='float64'."
             )
 
-    def features(self, X: np.ndarray, W, second) -> np.ndarray:
-        """The feature map of the given (concatenated) blocks at ``X``."""
-        X = np.ascontiguousarray(X, dtype=self.dtype)
+    def features(self, X, W, second) -> np.ndarray:
+        """The feature map of the given (concatenated) blocks at ``X`` (dense,
+        or scipy.sparse: CSR rows are projected by :func:`csr_project`)."""
+        X = as_compute_rows(X, self.dtype)
+        sparse = sp.issparse(X)
         if self.is_fourier:
             self.check_phase_range(X)
-            Z = X @ W
+            Z = csr_project(X, W) if sparse else X @ W
             par = _parallel_worth_it(Z.size)
             _KERNELS[self.dtype][2 + par](Z, second, self.dtype.type(self.norm))
             return Z
         out = np.empty((X.shape[0], W.shape[-1]), dtype=self.dtype)
-        _maclaurin_features(X, W, second, self.dtype.type(self.norm), out)
+        if sparse:
+            _maclaurin_features_csr(X, W, second, self.norm, out)
+        else:
+            _maclaurin_features(X, W, second, self.dtype.type(self.norm), out)
         return out
 
     def accumulate(self, X, W, second, coefT, scale, out, buf=None) -> None:
@@ -427,10 +559,14 @@ class FeatureSpec:
         if buf is None or buf.size < rows * F:
             buf = np.empty(rows * F, dtype=self.dtype)
         cos_dot = _KERNELS[self.dtype][_parallel_worth_it(rows * F)]
+        sparse = sp.issparse(X)
         for r0 in range(0, n, rows):
             r1 = min(n, r0 + rows)
             Z = buf[: (r1 - r0) * F].reshape(r1 - r0, F)
-            np.matmul(X[r0:r1], W, out=Z)
+            if sparse:  # CSR rows: the same fused path after the projection
+                csr_project(X, W, out=Z, row0=r0)
+            else:
+                np.matmul(X[r0:r1], W, out=Z)
             cos_dot(Z, second, coefT, float(scale) * self.norm, out[r0:r1])
 
     def decision(self, X, coefT: np.ndarray, n_blocks: int,
@@ -445,13 +581,17 @@ class FeatureSpec:
         K = coefT.shape[0]
         out = np.zeros((n, K), dtype=np.float64)
         if blocks_per_chunk is None:
-            blocks_per_chunk = max(1, 4096 // self.block_size)
+            # 4096 features per chunk, fewer when d x 4096 frequencies would
+            # exceed 2^24 entries (64 MB in float32; d = 47 000 took 770 MB):
+            # unchanged, so bit-identical, for d <= 4096.
+            feats = min(4096, max(1, _CHUNK_FREQUENCIES // max(self.d, 1)))
+            blocks_per_chunk = max(1, feats // self.block_size)
         coefT = np.ascontiguousarray(coefT, dtype=self.dtype)
         B = self.block_size
         with blas_single_thread():
             for r0 in range(0, n, _PREDICT_ROWS):
                 r1 = min(n, r0 + _PREDICT_ROWS)
-                Xc = np.ascontiguousarray(X[r0:r1], dtype=self.dtype)
+                Xc = as_compute_rows(X[r0:r1], self.dtype)
                 for b0 in range(0, n_blocks, blocks_per_chunk):
                     b1 = min(n_blocks, b0 + blocks_per_chunk)
                     W, second = self.blocks(b0, b1)
@@ -539,7 +679,8 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        X = validate_data(self, X, dtype=np.float64, ensure_all_finite=True)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64,
+                          ensure_all_finite=True)
         B = min(self.block_size, self.n_components)
         self.n_blocks_ = -(-self.n_components // B)
         self.spec_ = FeatureSpec(
@@ -553,7 +694,8 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
 
     def transform(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64,
+                          reset=False)
         W, second = self.spec_.blocks(0, self.n_blocks_)
         Phi = self.spec_.features(X, W, second)
         return Phi * self.spec_.dtype.type(self._rescale)
@@ -561,6 +703,7 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = [self.dtype]
+        tags.input_tags.sparse = True
         return tags
 
 

@@ -55,6 +55,7 @@ from weakkernels._validation import (
 )
 from weakkernels.random_features import (
     FeatureSpec,
+    as_compute_rows,
     blas_single_thread,
     seed_from_random_state,
 )
@@ -199,14 +200,17 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
+            Sparse input (CSR, CSC, COO) is used as CSR and never densified:
+            the random-feature projections of its rows are computed from the
+            stored entries (:func:`weakkernels.random_features.csr_project`).
         y : array-like of shape (n_samples,)
             Class labels; ``-1`` marks an unlabeled sample (scikit-learn's
             semi-supervised convention). At least two labeled classes and at
             least one unlabeled sample are required.
         """
         X, y, labeled, classes = validate_semi_supervised(
-            self, X, y, keep_float32=True
+            self, X, y, keep_float32=True, accept_sparse=True
         )
         self.classes_ = classes
         dtype = np.dtype(self.dtype)
@@ -214,7 +218,7 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
         # from X by index, so X may be a memory-mapped file larger than RAM
         # (out-of-core training).
         idx_u = np.flatnonzero(~labeled)
-        XL = np.ascontiguousarray(X[labeled], dtype=dtype)
+        XL = as_compute_rows(X[labeled], dtype)
         yl = y[labeled]
         n_l, n_u = XL.shape[0], idx_u.size
         K = 1 if classes.size == 2 else classes.size
@@ -311,7 +315,7 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
         if balance:
             # Final bias from a fixed sample of unlabeled points.
             rows = idx_u[seeded_sample(idx_u.size, 4096, seed)]
-            XB = np.ascontiguousarray(X[rows], dtype=model.spec.dtype)
+            XB = as_compute_rows(X[rows], model.spec.dtype)
             self.intercept_ = balancing_bias(balance, model.evaluate(XB), r)
         else:
             self.intercept_ = np.array(b, dtype=np.float64).reshape(model.K)
@@ -321,9 +325,10 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
     # -- prediction --------------------------------------------------------
     def decision_function(self, X):
         """Decision values ``f(x) + b`` (Algorithm 2: features regenerated from
-        the seed). Shape (n,) for binary, (n, n_classes) for one-vs-rest."""
+        the seed). Shape (n,) for binary, (n, n_classes) for one-vs-rest.
+        ``X`` may be dense or scipy.sparse (CSR, CSC, COO)."""
         check_is_fitted(self)
-        X = validate_predict(self, X, keep_float32=True)
+        X = validate_predict(self, X, keep_float32=True, accept_sparse=True)
         f = self.spec_.decision(X, self.coef_, self.n_blocks_) + self.intercept_
         return f[:, 0] if f.shape[1] == 1 else f
 
@@ -369,7 +374,7 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = True
         return tags
 
 

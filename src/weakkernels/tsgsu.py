@@ -57,6 +57,7 @@ import warnings
 from numbers import Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -77,6 +78,8 @@ from weakkernels._dsg import (
     set_expansion_state,
 )
 from weakkernels._validation import (
+    _SPARSE_FORMATS,
+    _canonical_csr,
     check_divergence,
     check_fitted_model,
     check_magnitude,
@@ -321,7 +324,9 @@ class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
+            Sparse input (CSR, CSC, COO) is used as CSR, never densified by
+            TSGSU (the kernel-basis baselines hold their centers dense).
         y : array-like of shape (n_samples,)
             ``1`` on similar-pair rows -- each pair is two consecutive rows, so
             the pair rows come in runs of even length -- and ``-1`` on unlabeled
@@ -329,9 +334,10 @@ class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
             ``ValueError`` ("malformed pairs").
         """
         X, y = validate_data(
-            self, X, y, accept_sparse=False, dtype=np.float64,
+            self, X, y, accept_sparse=_SPARSE_FORMATS, dtype=np.float64,
             ensure_all_finite=True, y_numeric=False, reset=True,
         )
+        X = _canonical_csr(X)  # CSR with sorted, duplicate-free indices
         check_magnitude(self, X)  # squared distances must not overflow
         sim, unl = split_su(y)
         self.classes_ = np.array([0, 1])
@@ -339,8 +345,8 @@ class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
         self.seed_ = seed
         # SUSL and CUU take a number only; TSGSU also "scale".
         self.sigma_ = resolve_sigma(self.sigma, X)
-        XS = np.ascontiguousarray(X[sim])
-        XU = np.ascontiguousarray(X[unl])
+        XS = X[sim] if sp.issparse(X) else np.ascontiguousarray(X[sim])
+        XU = X[unl] if sp.issparse(X) else np.ascontiguousarray(X[unl])
         if isinstance(self.prior, str):  # "auto": paper 002 Sec. 3.3
             est = estimate_class_prior(
                 XS, XU, kernel=getattr(self, "kernel", "rbf"), sigma=self.sigma_,
@@ -384,9 +390,9 @@ class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
 
     def decision_function(self, X):
         """Decision values ``f(x)``; positive means class 1 (the class whose
-        prior is ``prior_``)."""
+        prior is ``prior_``). ``X`` may be dense or scipy.sparse."""
         check_is_fitted(self)
-        X = validate_predict(self, X)
+        X = validate_predict(self, X, accept_sparse=True)
         return self._raw_decision(X)
 
     def predict(self, X):
@@ -422,7 +428,7 @@ class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = True
         return tags
 
 

@@ -25,6 +25,7 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from weakkernels._artifact import register
@@ -42,25 +43,45 @@ from weakkernels.tsgsu import (
 )
 
 
+def _stack(parts):
+    """Rows of several sets, one after another (CSR stays CSR)."""
+    if sp.issparse(parts[0]):
+        return sp.vstack(parts, format="csr")
+    return np.concatenate(parts)
+
+
+def _row_sq_norms(X) -> np.ndarray:
+    if sp.issparse(X):
+        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    return np.einsum("ij,ij->i", X, X)
+
+
 class _KernelBasisSU(_SUBase):
     """``f(x) = sum_c alpha_c k(x, c)`` over kernel centers (Bao et al.'s and Lu
-    et al.'s Gaussian basis-function model)."""
+    et al.'s Gaussian basis-function model).
+
+    Sparse X: the points stay CSR, the centers are held (and saved) dense,
+    ``n_centers x d`` -- with many features pick ``n_centers``, as the
+    default ``None`` of SUSL keeps every training point."""
 
     def _pick_centers(self, XS, XU, seed):
-        X = np.concatenate([XS, XU])
+        X = _stack([XS, XU])
         n_c = self.n_centers
         if n_c is None or n_c >= X.shape[0]:
-            return X.copy()
-        rng = np.random.Generator(np.random.Philox(key=seed + 2))
-        return X[np.sort(rng.choice(X.shape[0], size=int(n_c), replace=False))]
+            C = X.copy()
+        else:
+            rng = np.random.Generator(np.random.Philox(key=seed + 2))
+            C = X[np.sort(rng.choice(X.shape[0], size=int(n_c), replace=False))]
+        return C.toarray() if sp.issparse(C) else C
 
     def _kernel(self, X, C):
         """Gaussian kernel rows ``k(X, C)``: the same values as
         :func:`weakkernels.kernels.kernel_matrix`, computed in place (one n x n_c
-        buffer, no temporaries) so the baseline is not slowed by allocation."""
-        K = X @ C.T
+        buffer, no temporaries) so the baseline is not slowed by allocation.
+        ``X`` may be CSR (``X @ C.T`` is then scipy's sparse x dense product)."""
+        K = np.asarray(X @ C.T)
         K *= -2.0
-        K += np.einsum("ij,ij->i", X, X)[:, None]
+        K += _row_sq_norms(X)[:, None]
         K += np.einsum("ij,ij->i", C, C)[None, :]
         np.maximum(K, 0.0, out=K)
         K *= -self.sigma
@@ -203,7 +224,7 @@ class CUU(_KernelBasisSU):
         for t in range(int(self.max_iter)):
             iS = rng.integers(0, nS, size=mS)
             iU = rng.integers(0, nU, size=mU)
-            P = self._kernel(np.concatenate([XS[iS], XU[iU]]), C)
+            P = self._kernel(_stack([XS[iS], XU[iU]]), C)
             f = P @ alpha
             check_divergence(f, "eta0 (step size)")
             self.risk_curve_.append(
