@@ -32,7 +32,8 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "peers"))
 import worker  # noqa: E402
 
 S3VM = {"tsgs3vm", "frs3vm", "cccp_tsvm"}
-CHECKED = S3VM | {"qsgs2auc", "qns3vm"}
+SU = {"tsgsu", "cuu", "susl"}
+CHECKED = S3VM | SU | {"qsgs2auc", "qns3vm"}
 # paper 000 Algorithm 1 as printed (Sec. 6): the settings an "as printed" row has
 AS_PRINTED = {"solver": "sgd", "loss": "hinge", "unlabeled_loss": "shg",
               "balance": "none", "anneal": 0.0, "learning_rate": "fixed",
@@ -42,6 +43,10 @@ AS_PRINTED_FRS = {"n_passes": 10.0, "n_components": "sqrt"}
 CSTAR_RULES = {"C n_l/n_u": "$cstar_LU", "C L/U": "$cstar_LU",
                "C n_l^2/n_u^2": "$cstar_eq1", "C": "$C"}
 FEATURE_KEY = {"tsgs3vm": "max_features", "frs3vm": "n_components"}
+# paper 002 Algorithm 1 as printed (TSGSU's docstring, Sec. 6)
+TSGSU_AS_PRINTED = {"solver": "sgd", "correction": "abs",
+                    "learning_rate": "constant", "batch_size": 1000,
+                    "block_size": 10, "max_iter": 100}
 
 
 def _num(text: str) -> float:
@@ -89,6 +94,65 @@ def _peer_problems(label: str, p: dict) -> list[str]:
     return out
 
 
+def _su_problems(method: str, label: str, p: dict) -> list[str]:
+    """SU rows (TSGSU and the baselines CUU, SUSL): every claim holds and
+    every parameter set away from the estimator's default is named."""
+    out: list[str] = []
+    named: set[str] = set()
+    defaults = _defaults(method)
+
+    def get(k):
+        return p.get(k, defaults.get(k))
+
+    def need(k, want, why):
+        named.add(k)
+        if not _same(get(k), want):
+            out.append(f"{why}: {k}={get(k)!r}, label implies {want!r}")
+
+    if "as printed" in label:
+        if method != "tsgsu":
+            out.append("'as printed' is defined for TSGSU only")
+        for k, v in TSGSU_AS_PRINTED.items():
+            need(k, v, "as printed")
+    if re.search(r"\bdefault\b", label):
+        need("solver", "lbfgs", "default")
+        need("correction", "none", "default")
+    if "L-BFGS" in label:
+        need("solver", "lbfgs", "L-BFGS")
+    if re.search(r"\bSGD\b", label):
+        need("solver", "sgd", "SGD")
+    m = re.search(r"correction (abs|none|relu)", label)
+    if m:
+        need("correction", m.group(1), "correction")
+    if "default features" in label:
+        need("max_features", None, "default features")
+    m = re.search(r"\b(\d+) centers", label)
+    if m:
+        need("n_centers", int(m.group(1)), "centers")
+    elif "all centers" in label:
+        need("n_centers", None, "all centers")
+    for k, rx in (("block_size", r"\b(\d+) features per iteration"),
+                  ("max_iter", r"\b(\d+) iterations"),
+                  ("batch_size", r"\bbatch (\d+)"),
+                  ("eta0", r"eta0 = ([0-9.e+-]+)"),
+                  ("lam", r"lam = ([-0-9.e+^]+)")):
+        m = re.search(rx, label)
+        if m:
+            need(k, _num(m.group(1)), k)
+    if method == "tsgsu" and get("solver") == "sgd" and "as printed" not in label \
+            and not re.search(r"iterations", label):
+        out.append("SGD row: name the iterations")
+    for k, v in p.items():
+        if k in named or k in {"prior", "sigma"}:
+            continue
+        if k not in defaults:
+            out.append(f"unknown parameter {k}")
+        elif not _same(v, defaults[k]):
+            out.append(f"{k}={v!r} differs from the default and the label does "
+                       "not name it")
+    return out
+
+
 def label_problems(row: dict) -> list[str]:
     """What is wrong with ``row``'s label given its parameters (empty: ok)."""
     method, label = row["method"], row["name"]
@@ -96,6 +160,8 @@ def label_problems(row: dict) -> list[str]:
     p = dict(row.get("params", {}))
     if method == "qns3vm":
         return _peer_problems(label, p)
+    if method in SU:
+        return _su_problems(method, label, p)
     out: list[str] = []
     named: set[str] = set()
     defaults = _defaults(method)
@@ -276,6 +342,34 @@ def test_qns3vm_rows_name_their_cstar():
     assert label_problems(row)  # label says C n_l/n_u
     row = {**rows[1], "params": {**rows[1]["params"], "numR": 300}}
     assert label_problems(row)  # label says 200 basis points
+
+
+def test_old_paper002_rows_fail():
+    """Before issue 13 the row "TSGSU" ran the L-BFGS default with 100
+    iterations and an SGD step it never used, and "SUSL (2000 centers)" ran
+    lam = 0.01 without saying so: the check must catch both."""
+    old = {"name": "TSGSU", "method": "tsgsu",
+           "params": {"prior": "$prior", "sigma": "$sigma", "batch_size": 1000,
+                      "max_iter": 100, "block_size": 10, "eta0": 1.0,
+                      "lam": 0.0001}}
+    problems = label_problems(old)
+    assert any("max_iter" in s for s in problems)
+    assert any("lam" in s for s in problems)
+    susl = {"name": "SUSL (2000 centers)", "method": "susl",
+            "params": {"prior": "$prior", "sigma": "$sigma", "n_centers": 2000,
+                       "lam": 0.01}}
+    assert any("lam" in s for s in label_problems(susl))
+
+
+def test_su_as_printed_needs_settings():
+    path = ROOT / "benchmarks" / "protocols" / "paper002_su.yaml"
+    (row,) = [m for m in _rows(path.read_text())
+              if m["method"] == "tsgsu" and "as printed" in m["name"]]
+    assert label_problems(row) == []
+    for k, v in (("solver", "lbfgs"), ("correction", "none"), ("max_iter", 300),
+                 ("block_size", 20), ("eta0", 10.0)):
+        bad = {**row, "params": {**row["params"], k: v}}
+        assert label_problems(bad), k
 
 
 def test_as_printed_claim_needs_settings():
