@@ -9,6 +9,7 @@ import pytest
 from sklearn.svm import SVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 from tests._data import FITS_FULLY_LABELED_CHECKS, two_gaussians
+from tests.test_sparse_rff import SPARSE_FIT_CHECKS
 
 from weakkernels import FRS3VM, TSGS3VM, ModelFormatError, load
 from weakkernels._dsg import FunctionalModel, step_size
@@ -296,12 +297,14 @@ def test_bad_fit_input_gives_clear_errors(mutate, match):
         TSGS3VM(**FAST).fit(Xb, yb)
 
 
-def test_sparse_input_is_refused_clearly():
+def test_sparse_input_is_accepted():
+    """Sparse X is accepted since issue 16; agreement with the dense path,
+    predict on CSR/CSC and save/load are in tests/test_sparse_rff.py."""
     import scipy.sparse as sp
 
     X, y, _ = two_gaussians(n=100, d=4, n_labeled=10, seed=12)
-    with pytest.raises(TypeError, match="[Ss]parse"):
-        TSGS3VM(**FAST).fit(sp.csr_matrix(X), y)
+    est = TSGS3VM(**FAST).fit(sp.csr_matrix(X), y)
+    assert est.predict(sp.csc_matrix(X)).shape == (100,)
 
 
 @pytest.mark.parametrize(
@@ -350,6 +353,9 @@ def test_extreme_hyper_parameters_never_give_a_silent_nan_model(params):
 # that run still cover construction, params, cloning and validation.
 NEEDS_UNLABELED = "requires unlabeled samples (y == -1); the check passes none"
 S3VM_EXPECTED = {name: NEEDS_UNLABELED for name in FITS_FULLY_LABELED_CHECKS}
+# sparse input is accepted (input_tags.sparse), so these checks now run; they
+# fit fully labeled sparse data (our own sparse tests: test_sparse_rff.py)
+S3VM_EXPECTED.update({name: NEEDS_UNLABELED for name in SPARSE_FIT_CHECKS})
 S3VM_EXPECTED["check_classifiers_classes"] = (
     "the check uses string labels; y must be numeric so that y == -1 can mark "
     "unlabeled samples"

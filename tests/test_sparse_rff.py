@@ -1,0 +1,345 @@
+"""Sparse input on the random-feature side (issue 16).
+
+The numba CSR x dense projection against a naive NumPy loop; ``sigma="scale"``
+and the feature maps on sparse vs dense X; every random-feature estimator
+(both solvers) fitted on the same data dense and sparse with the same seed;
+sparse predict on CSR/CSC/COO; save/load of a model fitted on sparse data; no
+densifying anywhere in fit or predict; the synthetic RCV1-shaped generator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from weakkernels import FRS3VM, QSGS2AUC, TSGS3VM, TSGSU, load
+from weakkernels._dsg import resolve_sigma
+from weakkernels.baselines.su import CUU, SUSL
+from weakkernels.class_prior import estimate_class_prior
+from weakkernels.pipeline.synthetic import make_rcv1_like
+from weakkernels.random_features import (
+    _CSR_PROJECT,
+    FeatureSpec,
+    _flat_rows,
+    csr_project,
+)
+
+# scikit-learn's sparse-input checks: they run once input_tags.sparse is True
+# and fit on fully labeled (class-label) y, which the semi-supervised and SU
+# estimators refuse by design -- each estimator test file lists them.
+SPARSE_FIT_CHECKS = (
+    "check_estimator_sparse_tag",
+    "check_estimator_sparse_array",
+    "check_estimator_sparse_matrix",
+)
+
+
+def _naive_project(X, W):
+    """``X @ W`` by an explicit loop over the stored entries, in float64."""
+    X = sp.csr_matrix(X)
+    Z = np.zeros((X.shape[0], W.shape[1]))
+    for i in range(X.shape[0]):
+        for p in range(X.indptr[i], X.indptr[i + 1]):
+            Z[i] += float(X.data[p]) * W[X.indices[p]].astype(np.float64)
+    return Z
+
+
+def _text_like(n=600, d=300, density=0.05, seed=0, n_labeled=40):
+    """Small sparse text-like set; ``y == -1`` on all but ``n_labeled`` rows
+    (both classes among them)."""
+    X, y = make_rcv1_like(n, d, density, seed=seed, n_informative=60)
+    rng = np.random.default_rng(seed)
+    lab = np.concatenate([
+        rng.choice(np.flatnonzero(y == c), n_labeled // 2, replace=False)
+        for c in (0, 1)
+    ])
+    y_semi = np.full(n, -1)
+    y_semi[lab] = y[lab]
+    return X, y_semi, y
+
+
+def _su_layout(X, y, n_pairs=100):
+    """SU input: ``n_pairs`` similar pairs (two same-class rows, consecutive,
+    ``y == 1``) followed by the unlabeled rows (``y == -1``)."""
+    rng = np.random.default_rng(1)
+    order = []
+    for c in (0, 1):
+        idx = rng.permutation(np.flatnonzero(y == c))
+        order.append(idx[: 2 * (n_pairs // 2)])
+    pairs = np.concatenate(order)
+    rest = np.setdiff1d(np.arange(X.shape[0]), pairs)
+    Xs = sp.vstack([X[pairs], X[rest]], format="csr")
+    ys = np.concatenate([np.ones(pairs.size, int), -np.ones(rest.size, int)])
+    return Xs, ys
+
+
+# ------------------------------------------------------- the CSR kernel ---
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_csr_project_matches_a_naive_loop(dtype, index_dtype):
+    rng = np.random.default_rng(0)
+    X = sp.random(57, 400, density=0.03, format="csr", dtype=dtype, random_state=1)
+    X.indices = X.indices.astype(index_dtype)
+    X.indptr = X.indptr.astype(index_dtype)
+    X.data[X.indptr[3] : X.indptr[4]] = 0  # an empty row
+    X.eliminate_zeros()
+    W = rng.standard_normal((400, 37)).astype(dtype)
+    ref = _naive_project(X, W)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(csr_project(X, W), ref, rtol=tol, atol=tol)
+    # a column slice of a wider array (the growing SGD expansion) in place
+    Wbig = rng.standard_normal((400, 100)).astype(dtype)
+    view = Wbig[:, 20:57]
+    assert not view.flags.c_contiguous
+    np.testing.assert_allclose(
+        csr_project(X, view), _naive_project(X, view), rtol=tol, atol=tol
+    )
+    # rows r0.. of X into a buffer
+    out = np.empty((10, 37), dtype=dtype)
+    csr_project(X, W, out=out, row0=40)
+    np.testing.assert_allclose(out, ref[40:50], rtol=tol, atol=tol)
+
+
+def test_csr_project_serial_and_parallel_are_bit_identical():
+    rng = np.random.default_rng(2)
+    X = sp.random(300, 500, density=0.02, format="csr", dtype=np.float32,
+                  random_state=3)
+    W = rng.standard_normal((500, 64)).astype(np.float32)
+    Wf, ld = _flat_rows(W)
+    a = np.empty((300, 64), np.float32)
+    b = np.empty((300, 64), np.float32)
+    _CSR_PROJECT[0](X.indptr, X.indices, X.data, 0, Wf, ld, a)
+    _CSR_PROJECT[1](X.indptr, X.indices, X.data, 0, Wf, ld, b)
+    assert np.array_equal(a, b)
+
+
+def test_csr_project_sums_duplicates_and_unsorted_indices():
+    # a valid but non-canonical CSR: column 2 twice in row 0, unsorted row 1
+    X = sp.csr_matrix(
+        (np.array([1.0, 2.0, 3.0, 4.0, 5.0]), np.array([2, 0, 2, 3, 1]),
+         np.array([0, 3, 5])), shape=(2, 4),
+    )
+    W = np.arange(12.0).reshape(4, 3)
+    np.testing.assert_allclose(csr_project(X, W), X.toarray() @ W)
+
+
+def test_csr_project_checks_its_inputs():
+    X = sp.random(5, 6, density=0.5, format="csr", dtype=np.float64)
+    with pytest.raises(TypeError, match="CSR"):
+        csr_project(X.tocsc(), np.zeros((6, 2)))
+    with pytest.raises(ValueError, match="shape"):
+        csr_project(X, np.zeros((7, 2)))
+    with pytest.raises(ValueError, match="match"):
+        csr_project(X, np.zeros((6, 2), np.float32))
+    with pytest.raises(ValueError, match="out"):
+        csr_project(X, np.zeros((6, 2)), out=np.zeros((5, 3)))
+
+
+# ------------------------------------------------- statistics of X ---
+def test_resolve_sigma_scale_on_sparse_equals_dense():
+    X, _, _ = _text_like()
+    dense = resolve_sigma("scale", X.toarray())
+    for fmt in ("csr", "csc", "coo"):
+        assert resolve_sigma("scale", X.asformat(fmt)) == pytest.approx(
+            dense, rel=1e-12
+        )
+    # duplicates in a COO matrix are one entry (their sum), as in its dense form
+    coo = sp.coo_matrix(([1.0, 2.0, 5.0], ([0, 0, 1], [1, 1, 2])), shape=(3, 4))
+    assert resolve_sigma("scale", coo) == pytest.approx(
+        resolve_sigma("scale", coo.toarray()), rel=1e-12
+    )
+    assert resolve_sigma(0.25, X) == 0.25
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian", "poly"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_features_and_decision_on_sparse_equal_dense(kernel, dtype):
+    X, _, _ = _text_like(n=200, d=300)
+    spec = FeatureSpec(kernel, 0.7, 3, 1.0, X.shape[1], 16, seed=5, dtype=dtype)
+    W, second = spec.blocks(0, 4)
+    dense = spec.features(X.toarray(), W, second)
+    sparse = spec.features(X, W, second)
+    tol = 2e-5 if dtype == np.float32 else 1e-10
+    scale = np.abs(dense).max()
+    np.testing.assert_allclose(sparse, dense, rtol=tol, atol=tol * scale)
+    coef = np.random.default_rng(0).standard_normal((2, 64))
+    a = spec.decision(X.toarray(), coef, 4)
+    b = spec.decision(X.tocsc(), coef, 4, blocks_per_chunk=3)
+    np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-4 * np.abs(a).max())
+
+
+def test_float32_phase_range_check_also_refuses_sparse_rows():
+    X, _, _ = _text_like(n=50, d=100)
+    spec = FeatureSpec("rbf", 1.0, 2, 1.0, 100, 32, seed=0, dtype=np.float32)
+    W, second = spec.blocks(0, 1)
+    with pytest.raises(ValueError, match="norm up to"):
+        spec.features(X * 1e8, W, second)
+    with pytest.raises(ValueError, match="norm up to"):
+        spec.features(X.toarray() * 1e8, W, second)
+
+
+# ------------------------------------------------------------ estimators ---
+SEMI = [
+    pytest.param(lambda: TSGS3VM(max_features=256, random_state=0), id="TSGS3VM-lbfgs"),
+    pytest.param(lambda: TSGS3VM(solver="sgd", batch_size=32, random_state=0),
+                 id="TSGS3VM-sgd"),
+    pytest.param(lambda: TSGS3VM(solver="sgd", batch_size=32, max_features=64,
+                                 random_state=0), id="TSGS3VM-sgd-budget"),
+    pytest.param(lambda: FRS3VM(n_components=128, random_state=0), id="FRS3VM-lbfgs"),
+    pytest.param(lambda: FRS3VM(solver="sgd", n_components=64, max_iter=40,
+                                random_state=0), id="FRS3VM-sgd"),
+    pytest.param(lambda: QSGS2AUC(max_features=256, random_state=0),
+                 id="QSGS2AUC-lbfgs"),
+    pytest.param(lambda: QSGS2AUC(solver="sgd", batch_size=32, random_state=0),
+                 id="QSGS2AUC-sgd"),
+]
+SU = [
+    pytest.param(lambda: TSGSU(sigma="scale", lam=1e-2, random_state=0),
+                 id="TSGSU-lbfgs"),
+    pytest.param(lambda: TSGSU(solver="sgd", batch_size=50, random_state=0),
+                 id="TSGSU-sgd"),
+]
+
+
+def _data(make):
+    X, y, yt = _text_like()
+    est = make()
+    if isinstance(est, TSGSU):
+        X, y = _su_layout(X, yt)
+    return est, X, y
+
+
+def _agree(a, b):
+    np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-4 * np.abs(a).max())
+
+
+@pytest.mark.filterwarnings("ignore:prior=None")
+@pytest.mark.parametrize("make", SEMI + SU)
+def test_sparse_fit_agrees_with_dense_fit(make):
+    est, X, y = _data(make)
+    Xd = X.toarray()
+    dense = make().fit(Xd, y)
+    sparse = est.fit(X, y)
+    assert sparse.n_features_in_ == X.shape[1]
+    a = dense.decision_function(Xd)
+    _agree(a, sparse.decision_function(X))
+    assert np.abs(a).max() > 1e-3  # a model, not zeros agreeing with zeros
+    if hasattr(dense, "sigma_"):
+        assert sparse.sigma_ == pytest.approx(dense.sigma_, rel=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore:prior=None")
+@pytest.mark.parametrize("make", SEMI + SU)
+def test_sparse_predict_on_csr_csc_coo_and_save_load(make, tmp_path):
+    est, X, y = _data(make)
+    est.fit(X, y)
+    ref = est.decision_function(X.toarray())
+    for fmt in ("csr", "csc", "coo"):
+        _agree(ref, est.decision_function(X.asformat(fmt)))
+        np.testing.assert_array_equal(
+            est.predict(X.asformat(fmt)), est.predict(X)
+        )
+    path = tmp_path / "m.wk"
+    est.save(path)
+    back = load(path)
+    assert type(back) is type(est)
+    np.testing.assert_array_equal(back.decision_function(X),
+                                  est.decision_function(X))
+    np.testing.assert_array_equal(back.predict_proba(X.tocsc()),
+                                  est.predict_proba(X.tocsc()))
+    # a seed-based model: the file does not grow with the training data
+    assert len(est.to_bytes()) < 64 * 1024 + 8 * est.coef_.size
+
+
+@pytest.mark.filterwarnings("ignore:prior=None")
+@pytest.mark.parametrize("make", SEMI + SU)
+def test_sparse_fit_and_predict_never_densify(make, monkeypatch):
+    est, X, y = _data(make)
+
+    def refuse(self, *args, **kwargs):
+        raise AssertionError("sparse input was densified")
+
+    for cls in (sp.csr_matrix, sp.csc_matrix, sp.coo_matrix):
+        monkeypatch.setattr(cls, "toarray", refuse)
+        monkeypatch.setattr(cls, "todense", refuse)
+    est.fit(X, y)
+    est.decision_function(X.tocsc())
+
+
+def test_sparse_multiclass_one_vs_rest():
+    X, _, yt = _text_like(n=400)
+    y3 = yt + (X[:, 0].toarray().ravel() > 0)  # a third class
+    y = np.full(400, -1)
+    y[::8] = y3[::8]
+    kw = dict(max_features=128, random_state=0)
+    a = TSGS3VM(**kw).fit(X.toarray(), y).decision_function(X.toarray())
+    b = TSGS3VM(**kw).fit(X, y).decision_function(X)
+    assert a.shape == (400, 3)
+    _agree(a, b)
+
+
+def test_float32_sparse_input_is_kept_float32():
+    X, y, _ = _text_like()
+    X32 = X.astype(np.float32)
+    a = TSGS3VM(max_features=128, random_state=0).fit(X32, y)
+    b = TSGS3VM(max_features=128, random_state=0).fit(X32.toarray(), y)
+    _agree(b.decision_function(X32.toarray()), a.decision_function(X32))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: SUSL(n_centers=50, random_state=0),
+     lambda: CUU(n_centers=50, max_iter=10, batch_size=50, random_state=0),
+     lambda: TSGSU(prior="auto", random_state=0)],
+    ids=["SUSL", "CUU", "TSGSU-auto-prior"],
+)
+def test_su_baselines_and_prior_estimate_accept_sparse(make):
+    X, _, yt = _text_like()
+    Xs, ys = _su_layout(X, yt)
+    a = make().fit(Xs.toarray(), ys)
+    b = make().fit(Xs, ys)
+    _agree(a.decision_function(Xs.toarray()), b.decision_function(Xs.tocsc()))
+
+
+def test_class_prior_estimate_on_sparse_equals_dense():
+    X, _, yt = _text_like()
+    Xs, ys = _su_layout(X, yt)
+    S, U = Xs[ys == 1], Xs[ys == -1]
+    a = estimate_class_prior(S.toarray(), U.toarray(), sigma=0.5, random_state=0)
+    b = estimate_class_prior(S, U, sigma=0.5, random_state=0)
+    assert b["prior"] == pytest.approx(a["prior"], abs=1e-6)
+
+
+# ----------------------------------------- synthetic RCV1-shaped data ---
+def test_make_rcv1_like_shape_density_classes_and_seed():
+    X, y = make_rcv1_like(3000, 8000, 0.004, seed=7)
+    assert sp.issparse(X) and X.format == "csr" and X.has_canonical_format
+    assert X.shape == (3000, 8000) and y.shape == (3000,)
+    density = X.nnz / (X.shape[0] * X.shape[1])
+    assert density == pytest.approx(0.004, rel=0.05)
+    assert set(np.unique(y)) == {0, 1} and 0.4 < y.mean() < 0.6
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    np.testing.assert_allclose(norms[norms > 0], 1.0, rtol=1e-10)
+    X2, y2 = make_rcv1_like(3000, 8000, 0.004, seed=7)
+    assert (X != X2).nnz == 0 and np.array_equal(y, y2)
+    X3, y3 = make_rcv1_like(3000, 8000, 0.004, seed=8)
+    assert (X != X3).nnz > 0 and not np.array_equal(y, y3)
+    assert make_rcv1_like(100, 500, 0.02, seed=0, dtype=np.float32)[0].dtype == (
+        np.float32
+    )
+
+
+def test_make_rcv1_like_labels_are_learnable_from_the_sparse_rows():
+    # the teacher is mostly linear in the sparse rows: a linear model on the
+    # first half must beat chance by far on the second half
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = make_rcv1_like(4000, 3000, 0.01, seed=0, nonlinear=0.3)
+    clf = LogisticRegression(C=100.0, max_iter=1000).fit(X[:2000], y[:2000])
+    assert clf.score(X[2000:], y[2000:]) > 0.75
+
+
+def test_make_rcv1_like_refuses_bad_density():
+    with pytest.raises(ValueError, match="density"):
+        make_rcv1_like(10, 10, 1.5)
