@@ -191,8 +191,11 @@ def make_rcv1_like(
     density: float = 0.0016,
     seed: int = 0,
     *,
+    n_topics: int = 20,
+    topic_terms: int = 300,
+    background: float = 0.5,
     n_informative: int = 1000,
-    nonlinear: float = 0.5,
+    nonlinear: float = 0.3,
     zipf: float = 1.0,
     label_noise: float = 0.0,
     dtype=np.float64,
@@ -205,19 +208,27 @@ def make_rcv1_like(
     (``benchmarks/sparse_rcv1_scale.py``). Every table made from it must say
     "synthetic RCV1-shaped data".
 
-    * Terms: column popularities follow a Zipf law ``p_k ~ 1 / (rank + 10)
-      ** zipf`` (ranks shuffled over the columns). A document draws
-      ``Poisson(m g)`` term occurrences from ``p`` with a Gamma(2, 1/2) length
-      factor ``g`` (mean 1); ``m`` is solved so the expected number of
-      *distinct* terms per document is ``density * n_features``.
-    * Values: ``(1 + log count) * idf`` with ``idf_k = log(1 / p_k)``, each row
-      scaled to unit Euclidean norm (RCV1's ltc weighting).
-    * Labels from a sparse linear-plus-nonlinear teacher: ``w`` and ``v`` are
-      Gaussian on ``n_informative`` (resp. half as many) of the 5000 most
-      frequent terms; the score is ``(1 - nonlinear) z(x.w) + nonlinear
-      z((x.v)^2)`` with ``z`` the standardization over the rows, thresholded at
-      its median (balanced classes); then a fraction ``label_noise`` of labels
-      is flipped.
+    * Terms (a topic model, so that documents share vocabulary as text
+      does): a background distribution with Zipf popularities ``p_k ~ 1 /
+      (rank + 10) ** zipf`` (ranks shuffled over the columns) and
+      ``n_topics`` topics, each a Zipf law over its own ``topic_terms``
+      columns (drawn with probability ~ ``sqrt(p_k)``). A document has
+      topic proportions ``theta ~ Dirichlet(0.1)`` and a Gamma(2, 1/2) length
+      factor ``g`` (mean 1); it draws ``Poisson(m g)`` term occurrences, each
+      from the background with probability ``background``, else from a topic
+      ``~ theta``. ``m`` is set (three fixed-point steps on a 2000-document
+      pilot from its own seed stream) so the mean number of *distinct* terms
+      per document is ``density * n_features``.
+    * Values: ``(1 + log count) * idf`` with ``idf_k = log(1 / p_k)`` (the
+      background popularity), each row scaled to unit Euclidean norm
+      (RCV1's ltc weighting).
+    * Labels from a sparse linear-plus-nonlinear teacher: ``w`` is nonzero on
+      ``n_informative`` terms (the most frequent ``n_informative / n_topics``
+      of each topic, weight ``c_t (1 + N(0, 1/4))`` with one ``c_t ~ N(0, 1)``
+      per topic), ``v`` likewise with other topic coefficients; the score
+      ``(1 - nonlinear) z(x.w) + nonlinear z((x.v)^2)`` (``z`` standardizes
+      over the rows) is thresholded at its median (balanced classes); then a
+      fraction ``label_noise`` of labels is flipped.
 
     Deterministic in ``seed`` (NumPy PCG64). Returns ``(X, y)``: ``X`` a
     canonical CSR matrix ``(n_samples, n_features)`` of ``dtype``, ``y``
@@ -227,53 +238,62 @@ def make_rcv1_like(
     # the function was appended to this module without touching its imports
     # (the pipeline package was being restructured at the time)
     import scipy.sparse as sp
-    from scipy.special import gammaincinv
 
     if not 0.0 < density < 1.0:
         raise ValueError(f"density must be in (0, 1); got {density}.")
     rng = np.random.Generator(np.random.PCG64(seed))
-    d = int(n_features)
+    d, T = int(n_features), int(n_topics)
+    s = min(int(topic_terms), d)
     pop = 1.0 / (np.arange(d) + 10.0) ** float(zipf)
     pop /= pop.sum()
     pop = pop[rng.permutation(d)]
-    # draws per document m: E[distinct terms] = E_g sum_k 1 - exp(-m g p_k)
-    g_q = 0.5 * gammaincinv(2.0, (np.arange(64) + 0.5) / 64)  # Gamma quantiles
+    mid = np.sqrt(pop) / np.sqrt(pop).sum()
+    terms = np.stack([rng.choice(d, size=s, replace=False, p=mid) for _ in range(T)])
+    q = 1.0 / (np.arange(s) + 5.0)
+    q /= q.sum()
+
+    def documents(r, n, m):
+        """Term-count CSR of ``n`` documents at ``m`` draws per document."""
+        theta = r.dirichlet(np.full(T, 0.1), size=n)
+        lengths = r.poisson(m * r.gamma(2.0, 0.5, size=n))
+        doc = np.repeat(np.arange(n), lengths)
+        cols = r.choice(d, size=doc.size, p=pop)
+        topical = r.random(doc.size) >= background
+        # topic of each topical draw by inverse CDF on its document's theta
+        cum = (np.cumsum(theta, axis=1) + np.arange(n)[:, None]).ravel()
+        dt = doc[topical]
+        flat = np.searchsorted(cum, dt + r.random(dt.size) * (1 - 1e-12))
+        topic = np.minimum(flat - dt * T, T - 1)
+        cols[topical] = terms[topic, r.choice(s, size=dt.size, p=q)]
+        X = sp.coo_matrix((np.ones(doc.size), (doc, cols)), shape=(n, d)).tocsr()
+        X.sum_duplicates()  # one entry per (document, term): its count
+        return X
+
     target = density * d
+    m = target
+    pilot = np.random.Generator(np.random.PCG64([seed, 1]))
+    for _ in range(3):
+        state = pilot.bit_generator.state
+        got = documents(pilot, 2000, m).nnz / 2000
+        pilot.bit_generator.state = state  # the same pilot documents each step
+        m *= target / max(got, 1e-12)
 
-    def distinct(m):
-        return float(np.mean([np.sum(-np.expm1(-m * g * pop)) for g in g_q]))
-
-    lo, hi = target, target
-    while distinct(hi) < target:
-        hi *= 2.0
-    for _ in range(40):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if distinct(mid) < target else (lo, mid)
-    m = 0.5 * (lo + hi)
-
-    lengths = rng.poisson(m * rng.gamma(2.0, 0.5, size=n_samples))
-    rows = np.repeat(np.arange(n_samples), lengths)
-    cols = rng.choice(d, size=rows.size, p=pop)
-    counts = sp.coo_matrix(
-        (np.ones(rows.size), (rows, cols)), shape=(n_samples, d)
-    ).tocsr()
-    counts.sum_duplicates()  # one entry per (document, term): its count
+    counts = documents(rng, int(n_samples), m)
     idf = np.log(1.0 / pop)
     X = counts.copy()
     X.data = (1.0 + np.log(counts.data)) * idf[counts.indices]
     norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
-    X = sp.diags(1.0 / np.maximum(norms, 1e-12)) @ X
-    X = sp.csr_matrix(X)
+    X = sp.csr_matrix(sp.diags(1.0 / np.maximum(norms, 1e-12)) @ X)
     X.sort_indices()
 
-    frequent = np.argsort(-pop)[:5000]
+    per_topic = max(1, min(s // 2, int(n_informative) // T))
     w = np.zeros(d)
-    w[rng.choice(frequent, size=min(n_informative, frequent.size), replace=False)] = (
-        rng.standard_normal(min(n_informative, frequent.size))
-    )
     v = np.zeros(d)
-    n_v = max(1, min(n_informative // 2, frequent.size))
-    v[rng.choice(frequent, size=n_v, replace=False)] = rng.standard_normal(n_v)
+    c, e = rng.standard_normal(T), rng.standard_normal(T)
+    for t in range(T):
+        w[terms[t, :per_topic]] += c[t] * (1 + 0.5 * rng.standard_normal(per_topic))
+        v[terms[t, per_topic:2 * per_topic]] += e[t] * (
+            1 + 0.5 * rng.standard_normal(per_topic))
 
     def z(a):
         return (a - a.mean()) / (a.std() + 1e-12)
@@ -281,6 +301,6 @@ def make_rcv1_like(
     score = (1.0 - nonlinear) * z(X @ w) + nonlinear * z((X @ v) ** 2)
     y = (score > np.median(score)).astype(np.int64)
     if label_noise > 0:
-        flip = rng.random(n_samples) < label_noise
+        flip = rng.random(int(n_samples)) < label_noise
         y[flip] = 1 - y[flip]
     return X.astype(dtype), y
