@@ -42,6 +42,11 @@ Its RBF kernel is ``exp(-||x - x'||^2 / (2 width^2))``, so
 ``width = 1 / sqrt(2 sigma)`` for our ``exp(-sigma ||x - x'||^2)``. ``numR``
 is its subset-of-regressors ("sparse") mode: the expansion uses ``numR``
 random basis points.
+
+``QN_S3VM_Dense.parameters`` is a *class* attribute that every construction
+updates in place, so a value passed once stays for later models in the same
+process; the adapter therefore passes ``lam``, ``lamU``, ``sigma``,
+``kernel_type`` and ``numR`` on every fit.
 """
 
 from __future__ import annotations
