@@ -33,7 +33,7 @@ import worker  # noqa: E402
 
 S3VM = {"tsgs3vm", "frs3vm", "cccp_tsvm"}
 SU = {"tsgsu", "cuu", "susl"}
-CHECKED = S3VM | SU | {"qsgs2auc", "qns3vm"}
+CHECKED = S3VM | SU | {"qsgs2auc", "qns3vm", "pywsl_pnu"}
 # paper 000 Algorithm 1 as printed (Sec. 6): the settings an "as printed" row has
 AS_PRINTED = {"solver": "sgd", "loss": "hinge", "unlabeled_loss": "shg",
               "balance": "none", "anneal": 0.0, "learning_rate": "fixed",
@@ -89,6 +89,25 @@ def _peer_problems(label: str, p: dict) -> list[str]:
     if p.get("numR") is not None and (not n or int(n.group(1)) != p["numR"]):
         out.append(f"numR={p['numR']!r} not named as basis points")
     unknown = set(p) - {"C", "C_star", "sigma", "numR"}
+    if unknown:
+        out.append(f"parameters not named by the label: {sorted(unknown)}")
+    return out
+
+
+def _pnu_problems(label: str, p: dict) -> list[str]:
+    """pywsl PNU rows: its own ``lam`` and ``eta`` (not mapped from C, see
+    ``benchmarks/peers/pywsl_adapter.py``) and the basis size, passed and named."""
+    out = []
+    for k, rx in (("lam", r"lam = ([-0-9.e+^]+)"), ("eta", r"\beta = ([0-9.e+-]+)"),
+                  ("n_basis", r"\b(\d+) basis")):
+        m = re.search(rx, label)
+        if k not in p:
+            out.append(f"{k} not passed explicitly")
+        elif not m:
+            out.append(f"label does not name {k}")
+        elif not _same(p[k], _num(m.group(1))):
+            out.append(f"{k}={p[k]!r}, label says {m.group(1)}")
+    unknown = set(p) - {"prior", "sigma", "lam", "eta", "n_basis"}
     if unknown:
         out.append(f"parameters not named by the label: {sorted(unknown)}")
     return out
@@ -160,6 +179,8 @@ def label_problems(row: dict) -> list[str]:
     p = dict(row.get("params", {}))
     if method == "qns3vm":
         return _peer_problems(label, p)
+    if method == "pywsl_pnu":
+        return _pnu_problems(label, p)
     if method in SU:
         return _su_problems(method, label, p)
     out: list[str] = []
@@ -359,6 +380,19 @@ def test_old_paper002_rows_fail():
             "params": {"prior": "$prior", "sigma": "$sigma", "n_centers": 2000,
                        "lam": 0.01}}
     assert any("lam" in s for s in label_problems(susl))
+
+
+def test_pnu_rows_name_their_lam():
+    row = {"name": "PNU (pywsl, 200 basis, lam = 0.01, eta = 0.5)",
+           "method": "pywsl_pnu",
+           "params": {"prior": "$prior", "sigma": "$sigma", "n_basis": 200,
+                      "lam": 0.01, "eta": 0.5}}
+    assert label_problems(row) == []
+    for k, v in (("lam", 0.1), ("eta", 0.0), ("n_basis", 100)):
+        assert label_problems({**row, "params": {**row["params"], k: v}}), k
+    old = {**row, "name": "PNU (pywsl, 200 basis)",
+           "params": {"prior": "$prior", "sigma": "$sigma", "n_basis": 200}}
+    assert label_problems(old)  # the rows before issue 13
 
 
 def test_su_as_printed_needs_settings():
