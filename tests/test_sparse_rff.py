@@ -21,6 +21,7 @@ from weakkernels.pipeline.synthetic import make_rcv1_like
 from weakkernels.random_features import (
     _CSR_PROJECT,
     FeatureSpec,
+    RandomFeatures,
     _flat_rows,
     csr_project,
 )
@@ -166,6 +167,58 @@ def test_features_and_decision_on_sparse_equal_dense(kernel, dtype):
     coef = np.random.default_rng(0).standard_normal((2, 64))
     a = spec.decision(X.toarray(), coef, 4)
     b = spec.decision(X.tocsc(), coef, 4, blocks_per_chunk=3)
+    np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-4 * np.abs(a).max())
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian"])
+def test_rows_of_a_block_are_bit_identical_to_the_full_block(kernel):
+    spec = FeatureSpec(kernel, 0.3, 2, 1.0, 1000, 16, seed=9, dtype=np.float32)
+    cols = np.array([0, 5, 17, 640, 999])
+    W, phase = spec.block(3)
+    Wr, phase_r = spec.block(3, cols)
+    assert np.array_equal(Wr, W[cols]) and np.array_equal(phase_r, phase)
+    Wb, _ = spec.blocks(2, 5)
+    assert np.array_equal(spec.blocks(2, 5, cols)[0], Wb[cols])
+
+
+def test_sparse_decision_regenerates_only_the_used_columns_bit_identically():
+    # rows using 30 of 2000 columns: decision regenerates 30 rows of W per
+    # block; the result must be the full-W computation's, bit for bit
+    rng = np.random.default_rng(4)
+    X = sp.random(50, 30, density=0.3, format="csr", random_state=5)
+    X = sp.hstack([sp.csr_matrix((50, 1000)), X, sp.csr_matrix((50, 970))],
+                  format="csr").astype(np.float32)
+    spec = FeatureSpec("rbf", 0.5, 2, 1.0, 2000, 16, seed=2, dtype=np.float32)
+    n_blocks, coef = 6, rng.standard_normal((1, 96)).astype(np.float32)
+    got = spec.decision(X, coef, n_blocks, blocks_per_chunk=4)
+    ref = np.zeros((50, 1))
+    for b0 in (0, 4):
+        W, second = spec.blocks(b0, min(n_blocks, b0 + 4))
+        spec.accumulate(X, W, second, np.ascontiguousarray(
+            coef[:, b0 * 16 : (b0 + W.shape[1] // 16) * 16]), 1.0, ref)
+    assert np.array_equal(got, ref)
+    generated = []
+    orig = FeatureSpec.block
+
+    def spy(self, b, cols=None):
+        generated.append(self.d if cols is None else cols.size)
+        return orig(self, b, cols)
+
+    FeatureSpec.block = spy
+    try:
+        spec.decision(X, coef, n_blocks)
+    finally:
+        FeatureSpec.block = orig
+    assert max(generated) <= 30
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "poly"])
+def test_random_features_transform_sparse_equals_dense(kernel):
+    X, _, _ = _text_like(n=120, d=300)
+    rf = RandomFeatures(kernel=kernel, n_components=96, random_state=0)
+    a = rf.fit(X.toarray()).transform(X.toarray())
+    b = RandomFeatures(kernel=kernel, n_components=96, random_state=0).fit(
+        X.tocoo()).transform(X.tocsc())
     np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-4 * np.abs(a).max())
 
 
