@@ -133,7 +133,7 @@ def _su_problems(method: str, label: str, p: dict) -> list[str]:
             out.append("'as printed' is defined for TSGSU only")
         for k, v in TSGSU_AS_PRINTED.items():
             need(k, v, "as printed")
-    if re.search(r"\bdefault\b", label):
+    if re.search(r"\bdefault\b(?! features)", label):
         need("solver", "lbfgs", "default")
         need("correction", "none", "default")
     if "L-BFGS" in label:
@@ -228,7 +228,7 @@ def label_problems(row: dict) -> list[str]:
                 need(k, v, "as printed (FRS3VM)")
         if not re.search(r"gamma = ", label):
             out.append("as printed: the label must name the fixed step gamma")
-    if re.search(r"\bdefault\b", label):
+    if re.search(r"\bdefault\b(?! features)", label):
         need("solver", "lbfgs", "default")
         if method in FEATURE_KEY and get(FEATURE_KEY[method]) is not None:
             out.append("default: the feature count is not the default")
