@@ -22,6 +22,8 @@ venv: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests pipelines benchmarks
+	# the import layers of pyproject.toml [tool.importlinter]
+	$(BIN)/lint-imports --no-cache
 	# pytest exits 5 when no test is collected: not a failure for CI
 	$(BIN)/python -m pytest -q tests || [ $$? -eq 5 ]
 

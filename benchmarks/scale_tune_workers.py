@@ -44,9 +44,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from scale_servers import postgres_server  # noqa: E402
 
 WORKER = textwrap.dedent("""
-    import json, sys
-    sys.path.insert(0, {pipelines!r})
-    from tune import tune
+    import json
+    from weakkernels.pipeline.search import tune
     cfg = json.loads({cfg!r})
     tune([("tsgs3vm", "synth")], {prep!r}, {splits!r}, cfg,
          {{"fixed": {{"tsgs3vm": {{"batch_size": 256, "max_iter": 128}}}}}},

@@ -16,70 +16,20 @@ Example::
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import sys
 from pathlib import Path
 
-from download import download
-from evaluate import evaluate, log_to_mlflow
-from prepare import prepare
-from split import make_splits
-from train import train
-from tune import tune
-from weakkernels.pipeline.models import MODELS, check_models
-from weakkernels.pipeline.storage import atomic_write_json, load_params, repo_root
+import mlflow
+
+from weakkernels.pipeline.benchmarking import benchmark
+from weakkernels.pipeline.params_schema import load_params
+from weakkernels.pipeline.storage import repo_root
+from weakkernels.pipeline.tracking import provenance_tags, setup_mlflow
 
 
 def _ints(text: str) -> list[int]:
     return [int(float(x)) for x in str(text).replace(" ", "").split(",") if x]
-
-
-def benchmark(dataset: str, model: str, n_unlabeled: list[int], seeds: list[int], *,
-              params: dict, workdir, n_trials: int, tune_seed: int = 0,
-              root=".", log_mlflow: bool = True) -> dict:
-    """Run the pipeline for one model/dataset; return the test summary."""
-    check_models([model])
-    work = Path(workdir)
-    raw = Path(root) / "data" / "raw"
-    mirror = params["download"]["mirror"]
-    if mirror and not Path(mirror).is_absolute():
-        from weakkernels.pipeline.tracking import main_repo_root
-
-        mirror = main_repo_root(root) / mirror
-    dl = params["download"]
-    download([dataset], raw, mirror=mirror, retries=int(dl["retries"]),
-             timeout=float(dl["timeout"]), use_network=bool(dl["use_network"]),
-             allow_unverified=bool(dl["allow_unverified"]), progress=False)
-    prepare([dataset], raw, work / "prepared",
-            scale=params["prepare"]["scale"])
-    split_cfg = copy.deepcopy(params["split"])
-    split_cfg["seeds"] = sorted({tune_seed, *seeds})
-    is_su = MODELS[model].task == "su"
-    if is_su:
-        split_cfg["su"]["datasets"] = [dataset]
-        split_cfg["su"]["n_unlabeled"] = n_unlabeled
-    else:
-        split_cfg["su"]["datasets"] = []
-        split_cfg["ssl"]["n_unlabeled"] = n_unlabeled
-    make_splits([dataset], work / "prepared", work / "splits", split_cfg)
-    pairs = [(model, dataset)]
-    if n_trials > 0:
-        tune_cfg = {**params["tune"], "n_trials": n_trials, "split_seed": tune_seed}
-        best = tune(pairs, work / "prepared", work / "splits", tune_cfg,
-                    params["models"], root=root, log_mlflow=log_mlflow)
-    else:
-        best = json.loads((Path(root) / "results/tune/best_params.json").read_text())
-    train_cfg = {**params["train"], "seeds": seeds, "n_unlabeled": None}
-    runs = train(pairs, best, work / "prepared", work / "splits", work / "models",
-                 work / "predictions", train_cfg, params["models"],
-                 log_mlflow=log_mlflow)
-    per_seed, summary = evaluate(runs, work / "predictions", work / "prepared")
-    if log_mlflow:
-        log_to_mlflow(per_seed, summary)
-    atomic_write_json(work / "per_seed.json", per_seed)
-    atomic_write_json(work / "metrics.json", summary)
-    return summary
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,10 +49,6 @@ def main(argv: list[str] | None = None) -> int:
     root = repo_root(Path(args.params).resolve().parent)
     workdir = args.workdir or root / "results" / "benchmark" / \
         f"{args.model}__{args.dataset}"
-    import mlflow
-
-    from weakkernels.pipeline.tracking import provenance_tags, setup_mlflow
-
     setup_mlflow(args.experiment or params["mlflow"]["experiment"] + "-benchmark",
                  root)
     cli = {"dataset": args.dataset, "model": args.model,

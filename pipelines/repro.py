@@ -17,7 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from weakkernels.pipeline.storage import load_params, repo_root
+from weakkernels.pipeline.params_schema import load_params
+from weakkernels.pipeline.storage import repo_root
 
 
 def _flat(d: dict, prefix: str = "") -> dict[str, float]:

@@ -1,382 +1,25 @@
-"""Stage ``tune``: Optuna TPE per model x dataset on the tuning split.
+"""Stage ``tune``: one Optuna study per model x dataset on the tuning split.
 
-Protocol: hyper-parameters are chosen on split ``tune.split_seed`` (never the
-test points of the reported splits) at ``tune.n_unlabeled`` (null: the smallest
-unlabeled size).  With at most ``tune.cv_max_labeled`` labeled points the loss
-is the mean over a stratified ``tune.cv_folds``-fold cross-validation on the
-labeled points (each fold trained on the other folds + the unlabeled points);
-otherwise it is the error on the labeled *validation* split
-(``split.ssl.n_val`` points, disjoint from the training points).  The loss is
-the error (1 - AUC for the AUC model).  The MedianPruner stops hopeless trials
-from the running mean after each fold, or (validation split) from the
-validation loss the estimators with a ``callback`` report every
-``tune.callback_every`` iterations.  Each trial is a nested MLflow run.
-
-Writes ``<out>/best_params.json`` and the best validation loss per model x
-dataset (``--metrics``; ``results/tune/val_loss.json`` in ``dvc.yaml``).
+The protocol (cross-validation or validation split, pruning, the study's
+fingerprint) is :mod:`weakkernels.pipeline.search`.  Writes
+``<out>/best_params.json`` and the best validation loss per model x dataset
+(``--metrics``; ``results/tune/val_loss.json`` in ``dvc.yaml``); MLflow run ids
+go to the undeclared ``results/timings/tune.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
-import warnings
 from pathlib import Path
 
-import numpy as np
-
-from weakkernels.pipeline.common import (
-    fit_data,
-    fixed_params,
-    load_prepared,
-    load_split,
-    model_dataset_pairs,
-    split_kind,
-    split_path,
-)
-from weakkernels.pipeline.models import (
-    MODELS,
-    FitContext,
-    ValidationMonitor,
-    build,
-    check_fixed_vs_searched,
-    check_models,
-    objective,
-    scores,
-    suggest,
-)
-from weakkernels.pipeline.splits import eval_labels, stratified_folds
-from weakkernels.pipeline.stale_runs import kill_stale_runs, process_tag
-from weakkernels.pipeline.storage import (
-    atomic_write_json,
-    canonical_hash,
-    load_params,
-    repo_root,
-    sha256_file,
-)
+from weakkernels.pipeline.common import model_dataset_pairs
+from weakkernels.pipeline.params_schema import load_params
+from weakkernels.pipeline.registry import check_models
+from weakkernels.pipeline.search import tune, val_loss_metrics
+from weakkernels.pipeline.storage import atomic_write_json, repo_root
 from weakkernels.pipeline.timings import TIMINGS_DIR, strip, volatile
-from weakkernels.pipeline.tuning import (
-    claim_trial,
-    mask_url,
-    open_study,
-    resolve_storage,
-    study_lock,
-)
-
-
-def cv_fold_count(model: str, y, split, cfg: dict) -> int:
-    """Folds of the cross-validation on the labeled points, 0 = validation split.
-
-    Cross-validation is used when the split has at most ``tune.cv_max_labeled``
-    labeled points (g50c's official splits have 50): one validation set drawn
-    from so few labels (or from the test points) can rank a degenerate
-    configuration first.  ``k = min(tune.cv_folds, smallest class count)``.
-    SU splits hold pairs, not labels, and keep the validation split.
-    """
-    if MODELS[model].task == "su" or "labeled" not in split:
-        return 0
-    lab = np.asarray(y[split["labeled"]])
-    if int(cfg["cv_folds"]) < 2 or len(lab) > int(cfg["cv_max_labeled"]):
-        return 0
-    counts = np.unique(lab, return_counts=True)[1]
-    k = min(int(cfg["cv_folds"]), int(counts.min())) if len(counts) >= 2 else 0
-    return k if k >= 2 else 0
-
-
-def run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
-              callback_every, seed, log_mlflow=True, budget=None,
-              cv_folds: int = 0) -> float:
-    """Fit one configuration; report intermediate validation losses; return loss.
-
-    ``cv_folds >= 2``: stratified k-fold on the labeled points (train on the
-    other folds + the unlabeled points, score the held-out fold); the running
-    mean over the folds is reported after each fold (step = fold) for the
-    pruner, and the mean over all folds is the objective.  Otherwise one fit
-    scored on the validation split, reported every ``callback_every`` iterations.
-
-    ``budget``: the study's total ``n_trials``, shared by every worker on the
-    same storage (:func:`claim_trial` refuses a trial beyond it)."""
-    if budget is not None:
-        claim_trial(trial, budget)
-    # Warnings of a trial's fits (a degenerate model for a bad configuration, a
-    # solver that did not converge) describe that trial: they are stored with it
-    # (Optuna user attribute and MLflow tag ``warnings``) and summarised once per
-    # study by _run_study, instead of one stderr line per trial.
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            return _run_trial(trial, model, X, y, split, n_unlabeled, fixed=fixed,
-                              overrides=overrides, callback_every=callback_every,
-                              seed=seed, log_mlflow=log_mlflow, cv_folds=cv_folds)
-        finally:
-            seen = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
-            if seen:
-                trial.set_user_attr("warnings", [m[:300] for m in seen[:5]])
-                run_id = trial.user_attrs.get("mlflow_run_id")
-                if log_mlflow and run_id:
-                    from mlflow import MlflowClient
-
-                    MlflowClient().set_tag(run_id, "warnings",
-                                           " | ".join(seen)[:5000])
-
-
-def _run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
-               callback_every, seed, log_mlflow, cv_folds) -> float:
-    import mlflow
-    import optuna
-
-    spec = MODELS[model]
-    params = suggest(trial, model, overrides)
-    sp, X_fit, y_fit, n_l, prior, scale = fit_data(model, X, y, split, n_unlabeled)
-    run = mlflow.start_run(run_name=f"trial-{trial.number}", nested=True) \
-        if log_mlflow else None
-    status = "FAILED"
-    try:
-        if run is not None:
-            trial.set_user_attr("mlflow_run_id", run.info.run_id)
-            mlflow.log_params({**params, "trial": trial.number,
-                               "cv_folds": cv_folds})
-        t0 = time.perf_counter()
-        overhead = 0.0
-        if cv_folds >= 2:
-            losses = []
-            for f, (tr, te) in enumerate(stratified_folds(y[sp["labeled"]], cv_folds,
-                                                          seed)):
-                sp_f = {**sp, "labeled": sp["labeled"][tr]}
-                _, Xf, yf, n_lf, _, _ = fit_data(model, X, y, sp_f, n_unlabeled)
-                ctx = FitContext(n_labeled=n_lf, n_unlabeled=n_unlabeled, seed=seed,
-                                 prior=prior, callback=None,
-                                 callback_every=callback_every, sigma_scale=scale)
-                est = build(model, params, fixed, ctx).fit(Xf, yf)
-                held = sp["labeled"][te]
-                X_val, y_val = X[held], eval_labels(y, sp, held)
-                losses.append(objective(spec.task, y_val, est.predict(X_val),
-                                        scores(est, X_val)))
-                running = float(np.mean(losses))
-                trial.report(running, f)
-                if run is not None:
-                    mlflow.log_metric("val_loss", losses[-1], step=f)
-                if f + 1 < cv_folds and trial.should_prune():
-                    if run is not None:
-                        mlflow.set_tag("optuna.state", "PRUNED")
-                    raise optuna.TrialPruned(
-                        f"pruned after fold {f} (mean loss {running:.4f})")
-            loss = float(np.mean(losses))
-            trial.set_user_attr("fold_losses", losses)
-        else:
-            X_val, y_val = X[sp["val"]], eval_labels(y, sp, sp["val"])
-
-            def on_value(step, value, elapsed):
-                trial.report(value, step)
-                if log_mlflow:
-                    mlflow.log_metric("val_loss", value, step=step)
-                if trial.should_prune():
-                    raise optuna.TrialPruned(
-                        f"pruned at iteration {step} (loss {value:.4f})")
-
-            monitor = ValidationMonitor(spec.task, X_val, y_val, on_value)
-            ctx = FitContext(n_labeled=n_l, n_unlabeled=n_unlabeled, seed=seed,
-                             prior=prior, callback=monitor if spec.callback else None,
-                             callback_every=callback_every, sigma_scale=scale)
-            est = build(model, params, fixed, ctx)
-            monitor.start()
-            t0 = time.perf_counter()
-            try:
-                est.fit(X_fit, y_fit)
-            except optuna.TrialPruned:
-                if run is not None:
-                    mlflow.set_tag("optuna.state", "PRUNED")
-                raise
-            overhead = monitor.overhead
-            loss = objective(spec.task, y_val, est.predict(X_val), scores(est, X_val))
-        fit_time = time.perf_counter() - t0 - overhead
-        trial.set_user_attr("fit_time_s", fit_time)
-        if run is not None:
-            mlflow.log_metrics({"val_loss_final": loss, "fit_time_s": fit_time})
-            mlflow.set_tag("optuna.state", "COMPLETE")
-        status = "FINISHED"
-        return loss
-    except optuna.TrialPruned:
-        status = "KILLED"
-        raise
-    except Exception as exc:
-        if run is not None:
-            mlflow.set_tag("optuna.state", "FAIL")
-            mlflow.set_tag("error", f"{type(exc).__name__}: {exc}"[:500])
-        raise
-    finally:
-        if run is not None:
-            mlflow.end_run(status=status)
-
-
-def estimator_code_hash() -> str:
-    """sha256 over the code a trial's loss depends on: the estimator modules,
-    the pipeline package (model factories, the validation objective) and this
-    script. A study is resumed only by the code that ran its trials."""
-    import hashlib
-
-    import weakkernels
-
-    pkg = Path(weakkernels.__file__).parent
-    paths = sorted(pkg.glob("*.py")) + sorted((pkg / "pipeline").glob("*.py"))
-    h = hashlib.sha256()
-    for path in [*paths, Path(__file__).resolve()]:
-        h.update(path.relative_to(path.parents[1]).as_posix().encode() + b"\0"
-                 + path.read_bytes())
-    return h.hexdigest()[:16]
-
-
-# tune.* keys that do not change which trials a study runs: where it is stored,
-# housekeeping of a killed run, and a wall-clock cap (a study cut short by its
-# timeout must resume, not restart).
-_NOT_IN_IDENTITY = ("storage", "fail_stale_running", "timeout_per_study", "space")
-
-
-def study_name(model, dataset, split_file, fixed, overrides, cfg, n_unlabeled) -> str:
-    """``<model>__<dataset>__<fingerprint>``: the fingerprint covers every tune
-    setting that changes the result -- ``n_trials`` included, so
-    ``dvc exp run -S tune.n_trials=2`` runs a fresh 2-trial study (as a fresh
-    clone would) instead of resuming a 10-trial one -- plus the split file, the
-    fixed settings, the search space and the estimator code."""
-    fp = canonical_hash({
-        "model": model, "dataset": dataset, "split_sha256": sha256_file(split_file),
-        "fixed": fixed or {}, "space": {k: list(v) for k, v in
-                                        MODELS[model].space.items()},
-        "overrides": overrides or {}, "n_unlabeled": n_unlabeled,
-        "tune": {k: v for k, v in cfg.items() if k not in _NOT_IN_IDENTITY},
-        # Trials run with other estimator code must not be mixed into this study.
-        "code": estimator_code_hash(),
-    })
-    return f"{model}__{dataset}__{fp}"
-
-
-def tune(
-    pairs: list[tuple[str, str]],
-    prepared_dir,
-    splits_dir,
-    cfg: dict,
-    models_cfg: dict,
-    *,
-    root=".",
-    log_mlflow: bool = True,
-) -> dict[str, dict]:
-    """Run (or resume) one study per pair; return the best parameters per pair.
-
-    ``cfg`` is the ``tune`` section of ``params.yaml`` with every key present
-    (``params.yaml`` is the only place defaults live)."""
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage = resolve_storage(cfg["storage"], root)
-    split_seed = int(cfg["split_seed"])
-    best: dict[str, dict] = {}
-    for model, dataset in pairs:
-        data = load_prepared(prepared_dir, dataset)
-        X, y = data["X"], data["y"]
-        kind = split_kind(model)
-        split = load_split(splits_dir, dataset, kind, split_seed)
-        n_u = cfg["n_unlabeled"] or int(min(split["n_unlabeled"]))
-        n_u = min(int(n_u), len(split["unlabeled"]))
-        fixed = fixed_params(models_cfg, model, dataset)
-        overrides = (cfg["space"] or {}).get(model, {})
-        check_fixed_vs_searched(model, fixed, overrides, where=dataset)
-        folds = cv_fold_count(model, y, split, cfg)
-        name = study_name(model, dataset, split_path(splits_dir, dataset, kind,
-                                                     split_seed),
-                          fixed, overrides, cfg, n_u)
-        with study_lock(storage, name):
-            best[f"{model}/{dataset}"] = _run_study(
-                name, storage, model, dataset, X, y, split, n_u, fixed, overrides,
-                folds, cfg, log_mlflow)
-    return best
-
-
-def _run_study(name, storage, model, dataset, X, y, split, n_u, fixed, overrides,
-               folds, cfg, log_mlflow) -> dict:
-    import mlflow
-
-    split_seed = int(cfg["split_seed"])
-    study, n_done = open_study(
-        name, storage, sampler_seed=int(cfg["sampler_seed"]),
-        n_startup_trials=int(cfg["n_startup_trials"]), pruner_cfg=cfg["pruner"],
-        fail_stale_running=bool(cfg["fail_stale_running"]),
-    )
-    remaining = max(0, int(cfg["n_trials"]) - n_done)
-    if log_mlflow and cfg["fail_stale_running"]:
-        kill_stale_runs(name, storage, study)  # runs a killed attempt left
-    run = mlflow.start_run(run_name=f"tune {model} / {dataset}", nested=True) \
-        if log_mlflow else None
-    try:
-        if run is not None:
-            mlflow.set_tags({"model": model, "dataset": dataset,
-                             "optuna.study": name,
-                             "optuna.storage": mask_url(storage),
-                             "wk.process": process_tag()})
-            mlflow.log_params({"n_trials": cfg["n_trials"], "n_unlabeled": n_u,
-                               "split_seed": split_seed, "cv_folds": folds,
-                               "resumed_with_finished_trials": n_done})
-        t0 = time.perf_counter()
-        if remaining:
-            study.optimize(
-                lambda t: run_trial(
-                    t, model, X, y, split, n_u, fixed=fixed, overrides=overrides,
-                    callback_every=int(cfg["callback_every"]), seed=split_seed,
-                    log_mlflow=log_mlflow, budget=int(cfg["n_trials"]),
-                    cv_folds=folds),
-                n_trials=remaining,
-                timeout=cfg["timeout_per_study"],
-                catch=(ValueError, ArithmeticError, np.linalg.LinAlgError),
-                gc_after_trial=False,
-            )
-        trials = study.get_trials(deepcopy=False)
-        states = [t.state.name for t in trials]
-        warned = [t for t in trials if t.user_attrs.get("warnings")]
-        if warned:
-            kinds = sorted({m.split(":", 1)[0] for t in warned
-                            for m in t.user_attrs["warnings"]})
-            print(f"tune {model}/{dataset}: {len(warned)} of {len(trials)} trials "
-                  f"warned ({', '.join(kinds)}); the messages are in each trial's "
-                  f"user_attrs['warnings'] and MLflow tag 'warnings'")
-        try:
-            bt = study.best_trial
-        except ValueError as exc:
-            raise RuntimeError(
-                f"study {name}: no trial completed ({states.count('PRUNED')} "
-                f"pruned, {states.count('FAIL')} failed)"
-            ) from exc
-        # Values fixed through tune.space (scalars) are not trial parameters, but
-        # train needs them too.
-        pinned = {k: v for k, v in (overrides or {}).items()
-                  if v is not None and not isinstance(v, list | tuple)}
-        rec = {
-            "params": {**pinned, **bt.params},
-            "val_loss": float(bt.value),
-            "validation": f"{folds}-fold CV on the labeled points" if folds
-            else "validation split",
-            "trial": bt.number,
-            "study": name,
-            "n_unlabeled": n_u,
-            "n_complete": states.count("COMPLETE"),
-            "n_pruned": states.count("PRUNED"),
-            "n_failed": states.count("FAIL"),
-            "mlflow_run_id": bt.user_attrs.get("mlflow_run_id"),
-        }
-        if run is not None:
-            mlflow.log_metrics({"best_val_loss": rec["val_loss"],
-                                "n_complete": rec["n_complete"],
-                                "n_pruned": rec["n_pruned"],
-                                "tune_time_s": time.perf_counter() - t0})
-            mlflow.log_params({f"best.{k}": v for k, v in bt.params.items()})
-            if rec["mlflow_run_id"]:
-                mlflow.set_tag("best_trial_run_id", rec["mlflow_run_id"])
-        print(f"tune {model}/{dataset}: best val loss {rec['val_loss']:.4f} "
-              f"({rec['validation']}; trial {bt.number}; {rec['n_complete']} "
-              f"complete, {rec['n_pruned']} pruned, {rec['n_failed']} failed)")
-        return rec
-    finally:
-        if run is not None:
-            mlflow.end_run()
+from weakkernels.pipeline.tracking import stage_run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -391,38 +34,22 @@ def main(argv: list[str] | None = None) -> int:
                     "(default: the timings directory beside <out>)")
     ap.add_argument("--n-trials", default=None, help="override tune.n_trials")
     args = ap.parse_args(argv)
-    if args.timings is None:  # results/timings beside results/<stage>
-        args.timings = Path(args.out).parent / TIMINGS_DIR.name
+    timings = args.timings or Path(args.out).parent / TIMINGS_DIR.name
     params = load_params(args.params)
     if args.n_trials is not None:
         params["tune"]["n_trials"] = int(float(args.n_trials))
-    import mlflow
-
-    from weakkernels.pipeline.tracking import provenance_tags, setup_mlflow
-
-    root = repo_root(Path(args.params).resolve().parent)
-    models = params["models"]["names"]
-    check_models(models)
-    pairs = model_dataset_pairs(models, params["data"]["datasets"],
+    check_models(params["models"]["names"])
+    pairs = model_dataset_pairs(params["models"]["names"], params["data"]["datasets"],
                                 params["split"]["su"]["datasets"])
-    cfg = params["tune"]
-    setup_mlflow(params["mlflow"]["experiment"], root)
-    with mlflow.start_run(run_name="tune"):
-        mlflow.set_tags(provenance_tags(root, "tune", {k: params[k] for k in
-                                                       ("tune", "models", "data")}))
-        best = tune(pairs, args.prepared, args.splits, cfg, params["models"],
-                    root=root)
+    with stage_run(params, args.params, "tune", ("tune", "models", "data")):
+        best = tune(pairs, args.prepared, args.splits, params["tune"],
+                    params["models"],
+                    root=repo_root(Path(args.params).resolve().parent))
     # MLflow run ids are new on every run: the sidecar, not the DVC output.
     atomic_write_json(Path(args.out) / "best_params.json", strip(best))
-    atomic_write_json(Path(args.timings) / "tune.json",
+    atomic_write_json(Path(timings) / "tune.json",
                       {key: volatile(rec) for key, rec in best.items()})
-    metrics: dict[str, dict] = {}
-    for key, rec in best.items():
-        model, dataset = key.split("/", 1)
-        metrics.setdefault(model, {})[dataset] = {
-            "val_loss": rec["val_loss"], "n_complete": rec["n_complete"],
-            "n_pruned": rec["n_pruned"]}
-    atomic_write_json(args.metrics, metrics)
+    atomic_write_json(args.metrics, val_loss_metrics(best))
     return 0
 
 

@@ -409,8 +409,7 @@ def pipeline_cases() -> list[Case]:
     import yaml
 
     from weakkernels.pipeline import datasets as ds
-    from weakkernels.pipeline.params_schema import ParamsError
-    from weakkernels.pipeline.storage import load_params
+    from weakkernels.pipeline.params_schema import ParamsError, load_params
 
     base = yaml.safe_load((Path(__file__).resolve().parents[1] / "params.yaml")
                           .read_text())
@@ -448,12 +447,8 @@ def pipeline_cases() -> list[Case]:
                 "holds a password")
 
     def download_unknown(tmp):
-        import importlib
-        import sys
-
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pipelines"))
-        return importlib.import_module("download").download(
-            ["no-such-set"], tmp / "raw", mirror=None, use_network=False)
+        return ds.download(["no-such-set"], tmp / "raw", mirror=None, retries=1,
+                           timeout=1.0, use_network=False, allow_unverified=False)
 
     cases.append(Case("download_unknown", "pipeline",
                       "download() of a dataset not in the manifest",

@@ -25,7 +25,6 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
 
 from _reliability import ESTIMATORS, all_cases, available_estimators  # noqa: E402
 

@@ -48,7 +48,7 @@ def _run(cmd, cwd, env, timeout=600):
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
     """A copy of the pipeline with a tiny params.yaml, reproduced with DVC."""
-    from weakkernels.pipeline.models import available_models
+    from weakkernels.pipeline.registry import MODELS
 
     tmp = tmp_path_factory.mktemp("wkproj")
     for name in ("dvc.yaml", "MLproject", "python_env.yaml"):
@@ -68,7 +68,7 @@ def project(tmp_path_factory):
                                   n_test=300)
     params["split"]["su"].update(datasets=["cod-rna"], n_pairs=100,
                                  n_unlabeled=[300], n_val=100)
-    avail = set(available_models())
+    avail = set(MODELS)
     params["models"]["names"] = [m for m in params["models"]["names"] if m in avail]
     for extra in ("tsgs3vm", "tsgsu", "qsgs2auc"):
         if extra in avail and extra not in params["models"]["names"]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from _pipeline import params
-from weakkernels.pipeline.params_schema import ParamsError, validate_params
+from weakkernels.pipeline.params_schema import SCHEMA, ParamsError, validate_params
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -71,16 +71,13 @@ def test_a_setting_fixed_and_searched_is_refused():
 def test_scalar_tune_space_values_reach_train(tmp_path):
     """A value fixed through ``tune.space`` is not a trial parameter; the tune
     record still carries it, so train builds the same model."""
-    import sys
 
     import numpy as np
 
     from _pipeline import tune_cfg
+    from weakkernels.pipeline.search import tune
     from weakkernels.pipeline.splits import ssl_split
     from weakkernels.pipeline.storage import save_npz
-
-    sys.path.insert(0, str(ROOT / "pipelines"))
-    from tune import tune
 
     tmp = tmp_path
     rng = np.random.default_rng(0)
@@ -97,13 +94,47 @@ def test_scalar_tune_space_values_reach_train(tmp_path):
     assert best["svc/toy"]["params"]["C"] == 3.0
 
 
+def _leaf_paths(schema: dict, prefix=()) -> list[tuple[str, ...]]:
+    """Every key the schema declares (a nested dict is a section)."""
+    out = []
+    for k, v in schema.items():
+        if isinstance(v, dict):
+            out += _leaf_paths(v, (*prefix, k))
+        else:
+            out.append((*prefix, k))
+    return out
+
+
+@pytest.mark.parametrize("key", _leaf_paths(SCHEMA), ids=".".join)
+def test_every_key_missing_from_params_yaml_is_an_error_naming_it(key, tmp_path):
+    import yaml
+
+    from weakkernels.pipeline.params_schema import load_params
+
+    p = params()
+    parent = p
+    for k in key[:-1]:
+        parent = parent[k]
+    del parent[key[-1]]
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(p))
+    with pytest.raises(ParamsError, match=re.escape(".".join(key)) +
+                       ": required key missing"):
+        load_params(path)
+
+
 def test_stages_take_no_defaults_from_code():
     """``params.yaml`` is the one source of defaults: no stage reads a params
     section with ``.get(key, default)``."""
     pattern = re.compile(r"(cfg|params\[[^\]]+\](\[[^\]]+\])*|dl|su_cfg|ssl_cfg)"
                          r"\.get\(")
     bad = []
-    for path in sorted((ROOT / "pipelines").glob("*.py")):
+    # The stage scripts and the package modules that hold the stages' logic.
+    pkg = ROOT / "src" / "weakkernels" / "pipeline"
+    stage_modules = ("benchmarking", "datasets", "evaluation", "fitting",
+                     "preparation", "reporting", "search", "splitting")
+    for path in sorted([*(ROOT / "pipelines").glob("*.py"),
+                        *(pkg / f"{m}.py" for m in stage_modules)]):
         for no, line in enumerate(path.read_text().splitlines(), 1):
             if pattern.search(line):
                 bad.append(f"{path.name}:{no}: {line.strip()}")

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "pipelines"))
-
-from evaluate import degenerate_reason, headline  # noqa: E402
-from report import report, summary_table, timings_report  # noqa: E402
+from weakkernels.pipeline.evaluation import degenerate_reason, headline
+from weakkernels.pipeline.reporting import report, summary_table, timings_report
 
 MODELS = ["svc", "self_training", "label_spreading", "rff_sgd", "tsgs3vm", "frs3vm",
           "qsgs2auc", "cccp_tsvm", "ramp_svm"]

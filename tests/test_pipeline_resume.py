@@ -22,9 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # (os._exit: no cleanup, like SIGKILL or a power cut), mid-trial.
 CHILD = textwrap.dedent("""
     import json, os, sys
-    sys.path.insert(0, {pipelines!r})
     import sklearn.svm
-    from tune import tune
+    from weakkernels.pipeline.search import tune
 
     calls = [0]
     orig = sklearn.svm.SVC.fit
@@ -72,8 +71,7 @@ def test_interrupted_tune_resumes_without_losing_or_repeating(tmp_path, backend,
                           text=True, timeout=300)
     assert proc.returncode == 3, proc.stderr[-2000:]
 
-    sys.path.insert(0, str(ROOT / "pipelines"))
-    from tune import study_name
+    from weakkernels.pipeline.search import study_name
     from weakkernels.pipeline.tuning import _storage_object
 
     name = study_name("svc", "toy", tmp_path / "splits/toy/ssl_seed0.npz", {}, {},
@@ -84,7 +82,7 @@ def test_interrupted_tune_resumes_without_losing_or_repeating(tmp_path, backend,
     done_before = {t.number: (t.params, t.value) for t in before.trials
                    if t.state == TrialState.COMPLETE}
 
-    from tune import tune
+    from weakkernels.pipeline.search import tune
 
     best = tune([("svc", "toy")], tmp_path / "prep", tmp_path / "splits", cfg,
                 {"fixed": {}}, root=tmp_path, log_mlflow=False)
@@ -130,9 +128,8 @@ def test_interrupted_tune_resumes_without_losing_or_repeating(tmp_path, backend,
 # SVC fit, so the study is open and locked while the parent tries to run it.
 HOLDER = textwrap.dedent("""
     import json, sys, time
-    sys.path.insert(0, {pipelines!r})
     import sklearn.svm
-    from tune import tune
+    from weakkernels.pipeline.search import tune
 
     def slow_fit(self, *a, **k):
         open({flag!r}, "w").close()
@@ -163,8 +160,7 @@ def test_second_tune_process_on_one_sqlite_study_is_refused(tmp_path, monkeypatc
                 break
             time.sleep(0.1)
         assert flag.exists(), "the first tune process never started a trial"
-        sys.path.insert(0, str(ROOT / "pipelines"))
-        from tune import tune
+        from weakkernels.pipeline.search import tune
         from weakkernels.pipeline.tuning import StudyLocked
 
         with pytest.raises(StudyLocked, match=r"another process \(pid \d+"):
@@ -174,8 +170,7 @@ def test_second_tune_process_on_one_sqlite_study_is_refused(tmp_path, monkeypatc
         child.kill()
         child.wait()
     # The lock dies with its holder (kill -9): the study resumes at once.
-    sys.path.insert(0, str(ROOT / "pipelines"))
-    from tune import tune
+    from weakkernels.pipeline.search import tune
 
     best = tune([("svc", "toy")], tmp_path / "prep", tmp_path / "splits", cfg,
                 {"fixed": {}}, root=tmp_path, log_mlflow=False)
@@ -190,8 +185,7 @@ def test_small_labeled_sets_are_tuned_by_stratified_cross_validation(tmp_path,
 
     monkeypatch.delenv("WK_OPTUNA_STORAGE", raising=False)
     _toy(tmp_path)
-    sys.path.insert(0, str(ROOT / "pipelines"))
-    from tune import cv_fold_count, study_name, tune
+    from weakkernels.pipeline.search import cv_fold_count, study_name, tune
     from weakkernels.pipeline.storage import load_npz
     from weakkernels.pipeline.tuning import _storage_object
 
@@ -225,8 +219,7 @@ def test_study_identity_includes_n_trials(tmp_path, monkeypatch):
     study, the same result as on a clean workspace (not the resumed 4 trials)."""
     monkeypatch.delenv("WK_OPTUNA_STORAGE", raising=False)
     _toy(tmp_path)
-    sys.path.insert(0, str(ROOT / "pipelines"))
-    from tune import tune
+    from weakkernels.pipeline.search import tune
 
     used = f"sqlite:///{tmp_path}/used.db"
     run = [("svc", "toy")], tmp_path / "prep", tmp_path / "splits"

@@ -6,7 +6,6 @@ import hashlib
 import importlib
 import lzma
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -29,11 +28,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def stage(name: str):
-    """Import ``pipelines/<name>.py`` (the stage scripts import each other)."""
-    path = str(ROOT / "pipelines")
-    if path not in sys.path:
-        sys.path.insert(0, path)
-    return importlib.import_module(name)
+    """The package module holding stage ``name``'s logic."""
+    return importlib.import_module(
+        {"download": "weakkernels.pipeline.datasets",
+         "prepare": "weakkernels.pipeline.preparation",
+         "split": "weakkernels.pipeline.splitting",
+         "tune": "weakkernels.pipeline.search",
+         "train": "weakkernels.pipeline.fitting",
+         "evaluate": "weakkernels.pipeline.evaluation",
+         "report": "weakkernels.pipeline.reporting"}[name])
 
 
 # ------------------------------------------------------------------ download
@@ -159,9 +162,10 @@ def test_prepare_g50c_official_splits(tmp_path):
     if not mirror.exists():
         pytest.skip("offline mirror ../shared/data/raw not present")
     stage("download").download(["g50c"], tmp_path / "raw", mirror=mirror,
-                               use_network=False, progress=False)
+                               retries=1, timeout=10.0, use_network=False,
+                               allow_unverified=False, progress=False)
     summary = stage("prepare").prepare(["g50c"], tmp_path / "raw",
-                                       tmp_path / "prep")
+                                       tmp_path / "prep", scale="minmax")
     assert summary["g50c"] == {"n": 550, "d": 50, "classes": [-1.0, 1.0],
                                "class_counts": [275, 275], "official_splits": 10,
                                "scale": "minmax"}
@@ -232,10 +236,9 @@ def test_su_split_follows_paper_002():
 def test_every_available_model_fits_tiny_data():
     import optuna
 
-    from weakkernels.pipeline.models import (
+    from weakkernels.pipeline.registry import (
         MODELS,
         FitContext,
-        available_models,
         build,
         scores,
         suggest,
@@ -246,7 +249,7 @@ def test_every_available_model_fits_tiny_data():
     y = np.r_[np.zeros(60, int), np.ones(60, int)]
     y_fit = y.copy()
     y_fit[rng.permutation(120)[:90]] = -1
-    for name in available_models():
+    for name in MODELS:
         spec = MODELS[name]
         if spec.task == "su":
             continue  # needs the pair layout; covered by the e2e test when present

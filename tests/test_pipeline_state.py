@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,10 +15,10 @@ MIRROR = ROOT.parent / "shared" / "data" / "raw"
 
 @pytest.mark.skipif(not MIRROR.exists(), reason="needs ../shared/data/raw")
 def test_provenance_records_mirror_paths_relative(tmp_path):
-    sys.path.insert(0, str(ROOT / "pipelines"))
-    from download import download
+    from weakkernels.pipeline.datasets import download
 
-    recs = download(["g50c"], tmp_path / "raw", mirror=MIRROR, use_network=False,
+    recs = download(["g50c"], tmp_path / "raw", mirror=MIRROR, retries=1,
+                    timeout=10.0, use_network=False, allow_unverified=False,
                     progress=False)
     text = (tmp_path / "raw" / "provenance.json").read_text()
     assert str(MIRROR) not in text and str(ROOT.parent) not in text

@@ -27,11 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 # runs), killed by SIGKILL in the middle of the third trial when DIE is set.
 CHILD = textwrap.dedent("""
     import json, os, signal, sys
-    sys.path.insert(0, {pipelines!r})
     import mlflow
     import sklearn.svm
-    import tune as stage
-    from tune import tune
+    import weakkernels.pipeline.search as stage
+    from weakkernels.pipeline.search import tune
 
     # Other developers edit the estimators while tests run; the study name
     # hashes their code, so pin it: both attempts must open the same study.
@@ -297,8 +296,7 @@ def test_storage_password_from_env_never_reaches_mlflow_or_log(tmp_path,
                                                                  capsys):
     import mlflow
 
-    sys.path.insert(0, str(ROOT / "pipelines"))
-    import tune as tune_stage
+    import weakkernels.pipeline.search as tune_stage
     from weakkernels.pipeline import tuning
     from weakkernels.pipeline.tracking import provenance_tags
 

@@ -166,7 +166,7 @@ def test_reliability_md_lists_every_case():
 def test_repository_params_yaml_passes_the_schema():
     from pathlib import Path
 
-    from weakkernels.pipeline.storage import load_params
+    from weakkernels.pipeline.params_schema import load_params
 
     params = load_params(Path(__file__).resolve().parents[1] / "params.yaml")
     assert "tune" in params and "models" in params

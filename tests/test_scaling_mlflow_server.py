@@ -35,9 +35,8 @@ N_TRIALS = 3
 CHILD = textwrap.dedent("""
     import json, sys
     import numpy as np
-    sys.path.insert(0, {pipelines!r})
     import mlflow
-    from tune import tune
+    from weakkernels.pipeline.search import tune
     from weakkernels import TSGS3VM
     from weakkernels.pipeline.tracking import log_pyfunc, setup_mlflow
 
@@ -119,7 +118,7 @@ def test_pipeline_logs_to_tracking_server(tmp_path):
             model = mlflow.pyfunc.load_model(ids["model_uri"])
             import pandas as pd
 
-            from weakkernels.pipeline.models import load_model
+            from weakkernels.pipeline.registry import load_model
 
             cols = [f"x{i}" for i in range(3)]
             got = model.predict(pd.DataFrame(X[:20], columns=cols))

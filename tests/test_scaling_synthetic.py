@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-import sys
 import tracemalloc
 from pathlib import Path
 
@@ -11,6 +9,7 @@ import numpy as np
 import pytest
 
 from weakkernels.pipeline import datasets as ds
+from weakkernels.pipeline.preparation import prepare
 from weakkernels.pipeline.synthetic import (
     CHUNK_ROWS,
     SYNTHETIC,
@@ -103,12 +102,8 @@ def test_registered_in_pipeline_download_and_prepare(tmp_path):
     Xr, yr = synthetic_rows(full, 99_990, 100_000)  # a prefix of the full set
     np.testing.assert_array_equal(raw.X[-10:], Xr)
 
-    path = str(ROOT / "pipelines")
-    if path not in sys.path:
-        sys.path.insert(0, path)
-    prepare = importlib.import_module("prepare")
-    summary = prepare.prepare(["synthetic_susy_100k"], tmp_path / "raw",
-                              tmp_path / "prepared", scale="minmax")
+    summary = prepare(["synthetic_susy_100k"], tmp_path / "raw",
+                      tmp_path / "prepared", scale="minmax")
     assert summary["synthetic_susy_100k"]["n"] == 100_000
     assert summary["synthetic_susy_100k"]["d"] == 18
     assert summary["synthetic_susy_100k"]["classes"] == [0.0, 1.0]

@@ -33,9 +33,8 @@ N_TRIALS = 12
 # (trial number, params, outcome) to a file so the test can count evaluations.
 WORKER = textwrap.dedent("""
     import json, sys, time
-    sys.path.insert(0, {pipelines!r})
     import sklearn.svm
-    import tune as stage
+    import weakkernels.pipeline.search as stage
 
     orig_fit = sklearn.svm.SVC.fit
 

@@ -22,14 +22,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from _data import two_gaussians
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from scale_servers import free_port, stop_process, wait_http  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "tests"))
-
-from _data import two_gaussians  # noqa: E402
 
 _START = __import__("time").time()
 
@@ -39,10 +37,8 @@ def served(tmp_path_factory):
     import mlflow
 
     from weakkernels import TSGS3VM
+    from weakkernels.pipeline.preparation import fit_scaler, scale_features
     from weakkernels.pipeline.tracking import log_pyfunc
-
-    sys.path.insert(0, str(ROOT / "pipelines"))
-    from prepare import fit_scaler, scale_features
 
     tmp = tmp_path_factory.mktemp("serve")
     X0, y_semi, y_true = two_gaussians(n=400, d=5, n_labeled=40, seed=3)

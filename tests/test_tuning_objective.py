@@ -3,7 +3,7 @@
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from weakkernels.pipeline.models import objective
+from weakkernels.pipeline.registry import objective
 
 
 def test_tie_breaker_orders_equal_errors_by_auc_and_never_reorders_errors():

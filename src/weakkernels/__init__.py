@@ -15,44 +15,33 @@ Every estimator saves to and loads from a pickle-free, seed-based model file:
 
 from __future__ import annotations
 
-import importlib
+# Every estimator module is imported here, explicitly: each registers its
+# classes with the model file loader on import, so ``weakkernels.load`` reads
+# every model file the package writes (the baselines' too) in a fresh process.
+from weakkernels._artifact import ModelFormatError, load
+from weakkernels._version import __version__
+from weakkernels.baselines.auc import PNUAUC as PNUAUC
+from weakkernels.baselines.auc import ExactS2AUC as ExactS2AUC
+from weakkernels.baselines.auc import SupervisedKernelAUC as SupervisedKernelAUC
+from weakkernels.baselines.su import CUU as CUU
+from weakkernels.baselines.su import SUSL as SUSL
+from weakkernels.cccp_tsvm import CCCPTSVM, RampSVM
+from weakkernels.qsg_s2auc import QSGS2AUC
+from weakkernels.random_features import RandomFeatures
+from weakkernels.tsgs3vm import FRS3VM, TSGS3VM
+from weakkernels.tsgsu import TSGSU
 
-__version__ = "0.1.0"
-
-# Lazy attribute access keeps ``import weakkernels`` cheap (numba compiles on
-# first use of a module, not at package import) and lets each paper live in its
-# own module.
-_EXPORTS = {
-    "TSGS3VM": "weakkernels.tsgs3vm",
-    "FRS3VM": "weakkernels.tsgs3vm",
-    "TSGSU": "weakkernels.tsgsu",
-    "QSGS2AUC": "weakkernels.qsg_s2auc",
-    "CCCPTSVM": "weakkernels.cccp_tsvm",
-    "RampSVM": "weakkernels.cccp_tsvm",
-    "RandomFeatures": "weakkernels.random_features",
-    "load": "weakkernels._artifact",
-    "ModelFormatError": "weakkernels._artifact",
-}
-# The papers' baselines: reachable here so that ``load`` finds the module that
-# registers them, but not in ``__all__`` -- import them from
-# ``weakkernels.baselines``.
-_BASELINES = {
-    "SUSL": "weakkernels.baselines.su",
-    "CUU": "weakkernels.baselines.su",
-    "PNUAUC": "weakkernels.baselines.auc",
-    "SupervisedKernelAUC": "weakkernels.baselines.auc",
-    "ExactS2AUC": "weakkernels.baselines.auc",
-}
-_EXPORTS.update(_BASELINES)
-
-__all__ = sorted(set(_EXPORTS) - set(_BASELINES)) + ["__version__"]
-
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'weakkernels' has no attribute {name!r}")
-
-
-def __dir__():
-    return __all__
+# The papers' baselines (``weakkernels.CUU`` etc. still resolve) are documented
+# and imported from ``weakkernels.baselines``.
+__all__ = [
+    "CCCPTSVM",
+    "FRS3VM",
+    "QSGS2AUC",
+    "TSGS3VM",
+    "TSGSU",
+    "ModelFormatError",
+    "RampSVM",
+    "RandomFeatures",
+    "__version__",
+    "load",
+]

@@ -45,6 +45,8 @@ from typing import Any
 
 import numpy as np
 
+from weakkernels._version import __version__
+
 FORMAT_NAME = "weakkernels-model"
 FORMAT_VERSION = 1
 _FIXED_DATE = (1980, 1, 1, 0, 0, 0)
@@ -281,13 +283,8 @@ def load_bytes(payload: bytes, *, max_bytes: int = MAX_BYTES):
     """Load any weakkernels estimator from the bytes of a model file."""
     meta, arrays = loads(payload, max_bytes=max_bytes)
     name = meta.get("estimator")
-    if name not in _REGISTRY:
-        # Estimator modules register themselves on import; weakkernels imports
-        # them lazily, so a fresh process may not have imported this one yet.
-        import weakkernels
-
-        if name in getattr(weakkernels, "_EXPORTS", {}):
-            getattr(weakkernels, name)
+    # Estimator modules register themselves on import; ``import weakkernels``
+    # imports every one of them.
     if name not in _REGISTRY:
         raise ModelFormatError(f"unknown estimator {name!r} in model file")
     return _REGISTRY[name]._from_artifact(meta, arrays)
@@ -335,8 +332,6 @@ class ArtifactMixin:
 
     def to_bytes(self) -> bytes:
         from sklearn.utils.validation import check_is_fitted
-
-        from weakkernels import __version__
 
         check_is_fitted(self)
         # A callback (progress, pruning) belongs to the fitting session, not to

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from weakkernels.pipeline.models import MODELS
+from weakkernels.pipeline.registry import MODELS
 from weakkernels.pipeline.splits import fit_arrays, resolve
 from weakkernels.pipeline.storage import load_npz
 

@@ -26,7 +26,13 @@ from pathlib import Path
 
 import numpy as np
 
-from weakkernels.pipeline.storage import atomic_write_bytes, sha256_file
+from weakkernels.pipeline.storage import (
+    atomic_write_bytes,
+    atomic_write_json,
+    sha256_file,
+)
+from weakkernels.pipeline.synthetic import SYNTHETIC, open_synthetic, write_synthetic
+from weakkernels.pipeline.tracking import main_repo_root
 
 __all__ = [
     "DATASETS",
@@ -34,7 +40,9 @@ __all__ = [
     "DownloadError",
     "FileSpec",
     "RawData",
+    "download",
     "download_dataset",
+    "download_section",
     "load_raw",
 ]
 
@@ -285,8 +293,6 @@ def _registry() -> dict[str, DatasetSpec]:
     # SYNTHETIC sets with the shapes of HEPMASS / SUSY (weakkernels.pipeline.
     # synthetic): "downloading" one generates it chunk by chunk into .npy files;
     # ``_1m`` / ``_100k`` are prefixes of the full set (cheaper pipeline runs).
-    from weakkernels.pipeline.synthetic import SYNTHETIC
-
     for base, sp in SYNTHETIC.items():
         for suffix, n in (("", sp.n_rows), ("_1m", 1_000_000), ("_100k", 100_000)):
             name = base + suffix
@@ -427,8 +433,6 @@ def download_file(
 def download_dataset(name: str, out_dir, mirror, **kwargs) -> list[dict]:
     spec = DATASETS[name]
     if spec.parser == "synthetic":  # generated, streamed to disk in chunks
-        from weakkernels.pipeline.synthetic import SYNTHETIC, write_synthetic
-
         sp = SYNTHETIC[spec.extra["base"]].prefix(spec.extra["n_rows"])
         out = write_synthetic(sp, Path(out_dir) / spec.dir)
         return [{"file": f"{spec.dir}/X.npy", "origin": f"generated (synthetic, "
@@ -492,8 +496,6 @@ def load_raw(name: str, raw_dir: str | os.PathLike, **options) -> RawData:
     """Parse dataset ``name`` from ``raw_dir`` (the download stage's output)."""
     spec = DATASETS[name]
     if spec.parser == "synthetic":  # float32 memmap: no copy until prepare scales
-        from weakkernels.pipeline.synthetic import open_synthetic
-
         X, y = open_synthetic(Path(raw_dir) / spec.dir)
         return RawData(X, y)
     opened: Iterable = (open_raw(raw_dir, spec.dir, f) for f in spec.files)
@@ -571,3 +573,60 @@ def load_raw(name: str, raw_dir: str | os.PathLike, **options) -> RawData:
             np.asarray(s["idxUnls"], dtype=np.int64) - 1,
         )
     raise ValueError(f"unknown parser {spec.parser!r} for dataset {name!r}")
+
+
+def download(
+    datasets: list[str],
+    out_dir: str | Path,
+    *,
+    mirror: str | Path | None,
+    retries: int,
+    timeout: float,
+    use_network: bool,
+    allow_unverified: bool,
+    progress: bool = True,
+) -> dict[str, list[dict]]:
+    """Obtain the files of ``datasets``; return their provenance records.
+
+    The settings are the ``download`` section of ``params.yaml`` (the one place
+    their defaults live; :func:`download_section` passes them)."""
+    unknown = [d for d in datasets if d not in DATASETS]
+    if unknown:
+        raise KeyError(f"unknown dataset(s) {unknown}; known: {sorted(DATASETS)}")
+    records = {
+        name: download_dataset(
+            name, out_dir, mirror, retries=retries, timeout=timeout,
+            use_network=use_network, allow_unverified=allow_unverified,
+            progress=progress,
+        )
+        for name in datasets
+    }
+    if mirror is not None:
+        # The mirror's location depends on where the repository is cloned; the
+        # record keeps the path inside the mirror only, so data/raw (and its DVC
+        # hash) is the same in every clone.
+        root = Path(mirror).resolve()
+        for recs in records.values():
+            for r in recs:
+                try:
+                    rel = Path(r["origin"]).resolve().relative_to(root)
+                except (ValueError, OSError):
+                    continue
+                r["origin"] = f"mirror:{rel.as_posix()}"
+    atomic_write_json(Path(out_dir) / "provenance.json", records)
+    return records
+
+
+def download_section(datasets: list[str], out_dir, cfg: dict, root, *,
+                     progress: bool = False) -> dict[str, list[dict]]:
+    """:func:`download` with the ``download`` section of ``params.yaml``; a
+    relative ``download.mirror`` is relative to the main repository (also from
+    a ``dvc exp run`` temp copy under ``root``)."""
+    mirror = cfg["mirror"]
+    if mirror and not Path(mirror).is_absolute():
+        mirror = main_repo_root(root) / mirror
+    return download(datasets, out_dir, mirror=mirror, retries=int(cfg["retries"]),
+                    timeout=float(cfg["timeout"]),
+                    use_network=bool(cfg["use_network"]),
+                    allow_unverified=bool(cfg["allow_unverified"]),
+                    progress=progress)

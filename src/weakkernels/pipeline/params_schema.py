@@ -26,13 +26,19 @@ Rules
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ParamsError", "SCHEMA", "validate_params"]
+import yaml
+
+from weakkernels.pipeline.datasets import DATASETS
+from weakkernels.pipeline.registry import MODELS, check_fixed_vs_searched
+
+__all__ = ["ParamsError", "SCHEMA", "load_params", "validate_params"]
 
 
 class ParamsError(ValueError):
@@ -194,8 +200,6 @@ def _walk(schema: dict, node: Any, prefix: str, errors: list, unknown: list) -> 
 
 def _fixed_vs_searched(params: Mapping) -> list[str]:
     """``models.fixed[m]`` / ``fixed_by_dataset[d][m]`` keys that ``tune`` searches."""
-    from weakkernels.pipeline.models import MODELS, check_fixed_vs_searched
-
     models = params.get("models")
     tune = params.get("tune")
     if not isinstance(models, Mapping) or not isinstance(tune, Mapping):
@@ -232,8 +236,6 @@ def validate_params(params: Any, *, source: str = "params.yaml") -> dict:
     if isinstance(params, Mapping):
         datasets = (params.get("data") or {}).get("datasets")
         if isinstance(datasets, list):
-            from weakkernels.pipeline.datasets import DATASETS
-
             for name in datasets:
                 if isinstance(name, str) and name not in DATASETS:
                     close = difflib.get_close_matches(name, list(DATASETS), n=1)
@@ -252,3 +254,10 @@ def validate_params(params: Any, *, source: str = "params.yaml") -> dict:
         warnings.warn(f"{source}: keys not known to the schema (ignored by the "
                       f"stages?): {unknown}", UserWarning, stacklevel=2)
     return params
+
+
+def load_params(path: str | os.PathLike = "params.yaml") -> dict[str, Any]:
+    """Read the whole ``params.yaml``, checked against :data:`SCHEMA`; stages
+    pick their own sections."""
+    with open(path, encoding="utf-8") as fh:
+        return validate_params(yaml.safe_load(fh) or {}, source=str(path))

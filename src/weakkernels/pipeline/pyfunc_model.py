@@ -29,7 +29,7 @@ class WeakKernelsModel(mlflow.pyfunc.PythonModel):
     """
 
     def load_context(self, context) -> None:
-        from weakkernels.pipeline.models import load_model
+        from weakkernels.pipeline.registry import load_model
 
         self.model = load_model(context.artifacts["model_file"])
         self.lo = self.span = None
@@ -41,7 +41,7 @@ class WeakKernelsModel(mlflow.pyfunc.PythonModel):
 
     def predict(self, context, model_input: pd.DataFrame,
                 params: dict | None = None) -> pd.DataFrame:
-        from weakkernels.pipeline.models import scores
+        from weakkernels.pipeline.registry import scores
 
         X = np.asarray(model_input.to_numpy(), dtype=np.float64)
         if self.lo is not None:

@@ -27,7 +27,6 @@ __all__ = [
     "atomic_write_text",
     "canonical_hash",
     "load_npz",
-    "load_params",
     "repo_root",
     "save_npz",
     "sha256_file",
@@ -117,14 +116,3 @@ def canonical_hash(obj: Any, length: int = 12) -> str:
     """Short sha256 of the canonical JSON form of ``obj`` (sorted keys)."""
     text = json.dumps(_jsonable(obj), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:length]
-
-
-def load_params(path: str | os.PathLike = "params.yaml") -> dict[str, Any]:
-    """Read the whole ``params.yaml`` (checked by ``params_schema``); stages pick
-    their own sections."""
-    import yaml
-
-    from weakkernels.pipeline.params_schema import validate_params
-
-    with open(path, encoding="utf-8") as fh:
-        return validate_params(yaml.safe_load(fh) or {}, source=str(path))

@@ -10,6 +10,7 @@ copies are detected and mapped back to the main repository.  ``MLFLOW_TRACKING_U
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import platform
@@ -21,13 +22,18 @@ from typing import Any
 
 import numpy as np
 
-from weakkernels.pipeline.storage import atomic_write_text, canonical_hash
+from weakkernels.pipeline.storage import (
+    atomic_write_text,
+    canonical_hash,
+    repo_root,
+)
 
 __all__ = [
     "log_pyfunc",
     "main_repo_root",
     "provenance_tags",
     "setup_mlflow",
+    "stage_run",
     "tracking_uri",
 ]
 
@@ -126,6 +132,21 @@ def provenance_tags(root: str | os.PathLike, stage: str, params: Any) -> dict[st
     if exp_name:
         tags["dvc.exp_name"] = exp_name
     return tags
+
+
+@contextlib.contextmanager
+def stage_run(params: dict, params_path: str | os.PathLike, stage: str,
+              sections: tuple[str, ...]):
+    """The parent MLflow run of one stage, tagged with its provenance and the
+    hash of the ``params.yaml`` sections it reads; yields the active run."""
+    import mlflow
+
+    root = repo_root(Path(params_path).resolve().parent)
+    setup_mlflow(params["mlflow"]["experiment"], root)
+    with mlflow.start_run(run_name=stage) as run:
+        mlflow.set_tags(provenance_tags(root, stage, {k: params[k]
+                                                      for k in sections}))
+        yield run
 
 
 def log_params_flat(params: dict, prefix: str = "") -> None:

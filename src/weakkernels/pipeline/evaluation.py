@@ -1,0 +1,207 @@
+"""The ``evaluate`` stage: test error / accuracy / AUC per model x dataset x seed.
+
+Reads the train stage's run list and test predictions, computes the metrics,
+checks that every saved model file reloads (``weakkernels.load``) and reproduces
+its test scores, flags degenerate models, and writes
+
+* ``metrics/test.json`` -- the headline, small enough for ``dvc metrics show``
+  and ``dvc exp show``: per dataset, the best mean test error of our models and
+  of the baselines at the comparison size, and the number of flagged models
+  (DVC ``metrics:``; no timings, which change on every run);
+* ``<out>/summary.json`` -- mean and std over seeds per model / dataset /
+  unlabeled size and the degenerate flags (for the report stage);
+* ``<out>/per_seed.json`` -- one record per run;
+* ``results/timings/{summary,per_seed}.json`` -- the same with the timings and
+  MLflow run ids (``--timings``; not DVC outputs: they change on every run).
+
+A model is *degenerate* on a test set when it predicts a single class or its
+error is at least the majority-class error (the error of always answering the
+most frequent test class): tuning picked a point that learned nothing.  The
+flag and its reason go into the summary, the report and MLflow
+(``degenerate=true``, ``degenerate_reason``).
+
+The same values go to MLflow with the ``test_`` prefix: per seed into the seed
+run, means into the model x dataset x n_unlabeled run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from weakkernels.pipeline.common import load_prepared
+from weakkernels.pipeline.registry import MODELS, load_model, scores
+from weakkernels.pipeline.storage import load_npz
+
+__all__ = ["check_reloads", "degenerate_reason", "evaluate", "headline",
+           "log_to_mlflow", "summary_lines",
+           "test_metrics"]
+
+
+def test_metrics(y_true, y_pred, score) -> dict[str, float]:
+    """Error, accuracy and (binary problems, finite scores) ROC AUC."""
+    from sklearn.metrics import roc_auc_score
+
+    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    acc = float(np.mean(y_true == y_pred))
+    out = {"test_error": 1.0 - acc, "test_accuracy": acc}
+    score = np.asarray(score, dtype=np.float64)
+    if len(np.unique(y_true)) == 2 and np.all(np.isfinite(score)):
+        out["test_auc"] = float(roc_auc_score(y_true, score))
+    return out
+
+
+def degenerate_reason(y_true, y_pred) -> str | None:
+    """Why a model's test predictions are no better than a constant, or None."""
+    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    if len(y_true) == 0:
+        return None
+    classes = np.unique(y_pred)
+    if len(classes) == 1:
+        return f"predicts only class {int(classes[0])} on {len(y_pred)} test points"
+    _, counts = np.unique(y_true, return_counts=True)
+    majority_error = 1.0 - counts.max() / len(y_true)
+    error = float(np.mean(y_true != y_pred))
+    if error >= majority_error:
+        return (f"test error {error:.3f} >= majority-class error "
+                f"{majority_error:.3f}")
+    return None
+
+
+def headline(summary: dict) -> dict:
+    """Per dataset: best mean test error of our models (``ours``) / of the
+    baselines (``base``) at the unlabeled size most models share (ties: the
+    largest; the report names it), and the number of degenerate model x size
+    entries (``flagged``).  Flagged models do not count as best.  Six numbers
+    for two datasets: ``dvc metrics show`` stays within 120 columns."""
+    out: dict = {}
+    datasets = sorted({ds for by_ds in summary.values() for ds in by_ds})
+    for ds in datasets:
+        sizes: dict[str, list[str]] = {}
+        for model, by_ds in summary.items():
+            for nu in by_ds.get(ds, {}):
+                sizes.setdefault(nu, []).append(model)
+        nu = max(sizes, key=lambda k: (len(sizes[k]), int(k[2:])))
+        entry: dict = {}
+        for group, ours in (("ours", True), ("base", False)):
+            errs = [summary[m][ds][nu]["test_error_mean"] for m in sizes[nu]
+                    if MODELS[m].ours == ours
+                    and not summary[m][ds][nu].get("degenerate")]
+            if errs:
+                entry[group] = round(min(errs), 4)
+        entry["flagged"] = sum(bool(e.get("degenerate")) for by_ds in summary.values()
+                               for e in by_ds.get(ds, {}).values())
+        out[ds] = entry
+    return out
+
+
+def evaluate(runs: list[dict], pred_dir, prepared_dir=None, *, check_reload=True):
+    """Return ``(per_seed records, summary)``; see the module docstring."""
+    per_seed = []
+    cache: dict[str, np.ndarray] = {}
+    for r in runs:
+        p = load_npz(Path(pred_dir) / r["predictions"])
+        rec = {k: r[k] for k in ("model", "dataset", "n_unlabeled", "seed", "task",
+                                 "fit_time_s", "compile_time_s", "predict_time_s",
+                                 "run_id", "group_run_id") if k in r}
+        rec.update(test_metrics(p["y_test"], p["pred_test"], p["score_test"]))
+        rec["n_test"] = int(len(p["y_test"]))
+        reason = degenerate_reason(p["y_test"], p["pred_test"])
+        if reason:
+            rec["degenerate_reason"] = reason
+        if check_reload and r.get("model_file") and prepared_dir is not None:
+            if r["dataset"] not in cache:
+                cache[r["dataset"]] = load_prepared(prepared_dir, r["dataset"])["X"]
+            est = load_model(r["model_file"])
+            s2 = scores(est, cache[r["dataset"]][p["test_idx"]])
+            rec["reload_max_abs_diff"] = float(np.max(np.abs(s2 - p["score_test"])))
+        per_seed.append(rec)
+    summary: dict = {}
+    groups: dict[tuple, list[dict]] = {}
+    for rec in per_seed:
+        groups.setdefault((rec["model"], rec["dataset"], rec["n_unlabeled"]),
+                          []).append(rec)
+    for (model, dataset, n_u), recs in groups.items():
+        entry = {"n_seeds": len(recs)}
+        for key in ("test_error", "test_accuracy", "test_auc", "fit_time_s",
+                    "predict_time_s"):
+            vals = [x[key] for x in recs if key in x]
+            if vals:
+                entry[f"{key}_mean"] = float(np.mean(vals))
+                entry[f"{key}_std"] = float(np.std(vals))
+        bad = [f"seed {x['seed']}: {x['degenerate_reason']}" for x in recs
+               if "degenerate_reason" in x]
+        entry["degenerate"] = bool(bad)
+        if bad:
+            entry["degenerate_reason"] = "; ".join(bad)
+        summary.setdefault(model, {}).setdefault(dataset, {})[f"nu{n_u}"] = entry
+    return per_seed, summary
+
+
+def log_to_mlflow(per_seed, summary, parent_run_id=None) -> None:
+    """Log test metrics into the train runs (by id; works inside an active run)."""
+    import time
+
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric
+
+    client = MlflowClient()
+    now = int(time.time() * 1000)
+
+    def log(run_id, metrics, reason=None):
+        from mlflow.entities import RunTag
+
+        tags = [RunTag("degenerate", "true" if reason else "false")]
+        if reason:
+            tags.append(RunTag("degenerate_reason", reason[:5000]))
+        client.log_batch(run_id, metrics=[Metric(k, float(v), now, 0)
+                                          for k, v in metrics.items()], tags=tags)
+
+    groups = {}
+    for rec in per_seed:
+        if rec.get("run_id"):
+            log(rec["run_id"], {k: v for k, v in rec.items()
+                                if k.startswith("test_") or k == "reload_max_abs_diff"},
+                rec.get("degenerate_reason"))
+        if rec.get("group_run_id"):
+            groups[rec["group_run_id"]] = (rec["model"], rec["dataset"],
+                                           rec["n_unlabeled"])
+    for run_id, (model, dataset, n_u) in groups.items():
+        entry = summary[model][dataset][f"nu{n_u}"]
+        log(run_id, {k: v for k, v in entry.items() if k.startswith("test_")},
+            entry.get("degenerate_reason"))
+    if parent_run_id:
+        # Record the best model (lowest mean test error) per dataset and size.
+        best = {}
+        for model, by_ds in summary.items():
+            for dataset, by_nu in by_ds.items():
+                for nu, e in by_nu.items():
+                    k = f"best_model.{dataset}.{nu}"
+                    if e.get("degenerate"):
+                        continue
+                    if k not in best or e["test_error_mean"] < best[k][1]:
+                        best[k] = (model, e["test_error_mean"])
+        for k, (model, _) in best.items():
+            client.set_tag(parent_run_id, k, model)
+
+
+def check_reloads(per_seed: list[dict], tol: float = 1e-6) -> None:
+    """Raise when a reloaded model file does not reproduce its test scores."""
+    bad = [r for r in per_seed if r.get("reload_max_abs_diff", 0.0) > tol]
+    if bad:
+        raise RuntimeError(f"reloaded models disagree with their fits: {bad}")
+
+
+def summary_lines(summary: dict) -> list[str]:
+    """One line per model x dataset x size: mean test error and the flag."""
+    lines = []
+    for model, by_ds in summary.items():
+        for dataset, by_nu in by_ds.items():
+            for nu, e in by_nu.items():
+                flag = f"  DEGENERATE: {e['degenerate_reason']}" \
+                    if e["degenerate"] else ""
+                lines.append(f"{model:16s} {dataset:10s} {nu:8s} test error "
+                             f"{e['test_error_mean']:.4f} +- "
+                             f"{e['test_error_std']:.4f}{flag}")
+    return lines

@@ -1,0 +1,227 @@
+"""The ``train`` stage: fit the tuned parameters x ``train.seeds`` x unlabeled sizes.
+
+For every run it measures, separately: a warm-up fit on a tiny subset
+(``compile_time_s``: numba compilation + a tiny fit; only the first run of a
+model in the process pays the compilation), the real fit (``fit_time_s``,
+excluding the time spent in the validation callback) and prediction on the test
+set (``predict_time_s``); these, the curve's times and the MLflow run ids go
+to the undeclared ``results/timings/train.json``, not to the DVC outputs.
+Estimators with a ``callback`` log the validation error against iterations
+(``val_error``, ``step=`` iteration) and the matching training time
+(``train_time_s``, same steps). Our models are saved with ``est.save``
+(pickle-free file), logged as an artifact and as an MLflow pyfunc model that
+applies the ``prepare`` stage's scaling itself (it takes raw rows). Test scores
+go to ``<predictions>/<run>.npz`` for the evaluate stage.
+
+MLflow layout: one parent run ``train`` per stage, a nested run per model x
+dataset x n_unlabeled, and inside it one nested run per seed.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from weakkernels.pipeline.common import (
+    fit_data,
+    fixed_params,
+    load_prepared,
+    load_split,
+    split_kind,
+)
+from weakkernels.pipeline.registry import (
+    MODELS,
+    FitContext,
+    ValidationMonitor,
+    build,
+    objective,
+    scores,
+)
+from weakkernels.pipeline.splits import eval_labels
+from weakkernels.pipeline.storage import save_npz
+from weakkernels.pipeline.tracking import log_pyfunc
+
+__all__ = ["train", "train_one", "warmup_rows"]
+
+
+def warmup_rows(y_fit: np.ndarray, is_su: bool, n: int = 40) -> np.ndarray:
+    """A tiny, valid training subset: some labeled (or paired) and unlabeled rows."""
+    lab = np.flatnonzero(y_fit != -1)
+    unl = np.flatnonzero(y_fit == -1)
+    if is_su:
+        lab = lab[: 2 * (n // 2)]  # whole pairs only
+    else:
+        pick = []
+        for c in np.unique(y_fit[lab]):  # keep every class present
+            pick.extend(lab[y_fit[lab] == c][: max(2, n // 4)])
+        lab = np.sort(np.asarray(pick, dtype=np.int64))
+    return np.concatenate([lab, unl[:n]])
+
+
+def train_one(model, X, y, split, n_u, params, fixed, *, seed, callback_every,
+              model_path=None, on_curve=None) -> dict:
+    """Fit one model on one split; return timings, test scores and curve."""
+    spec = MODELS[model]
+    sp, X_fit, y_fit, n_l, prior, scale = fit_data(model, X, y, split, n_u)
+    X_val, y_val = X[sp["val"]], eval_labels(y, sp, sp["val"])
+    X_test, y_test = X[sp["test"]], eval_labels(y, sp, sp["test"])
+    is_su = "pairs" in sp
+
+    # Warm-up on a tiny subset: pays numba compilation outside the timed fit.
+    w = warmup_rows(y_fit, is_su)
+    n_u_w = int(np.sum(y_fit[w] == -1))
+    ctx_w = FitContext(n_labeled=int(np.sum(y_fit[w] != -1)), n_unlabeled=n_u_w,
+                       seed=seed, prior=prior, sigma_scale=scale)
+    t0 = time.perf_counter()
+    try:
+        build(model, params, fixed, ctx_w).fit(X_fit[w], y_fit[w])
+    except ValueError:
+        pass  # a subset too small for this model: compile time then is ~0 anyway
+    compile_time = time.perf_counter() - t0
+
+    monitor = ValidationMonitor(spec.task, X_val, y_val, on_curve) \
+        if spec.callback else None
+    ctx = FitContext(n_labeled=n_l, n_unlabeled=n_u, seed=seed, prior=prior,
+                     callback=monitor, callback_every=callback_every,
+                     sigma_scale=scale)
+    est = build(model, params, fixed, ctx)
+    if monitor is not None:
+        monitor.start()
+    t0 = time.perf_counter()
+    est.fit(X_fit, y_fit)
+    fit_time = time.perf_counter() - t0 - (monitor.overhead if monitor else 0.0)
+
+    t0 = time.perf_counter()
+    s_test = scores(est, X_test)
+    pred_test = np.asarray(est.predict(X_test)).astype(np.int64)
+    predict_time = time.perf_counter() - t0
+
+    val_loss = objective(spec.task, y_val, est.predict(X_val), scores(est, X_val))
+    lab = y_fit != -1
+    # SU rows carry no class labels: no training error to report.
+    train_error = float(np.mean(est.predict(X_fit[lab]) != y_fit[lab])) \
+        if not is_su and lab.any() else None
+    if model_path is not None and spec.ours:
+        Path(model_path).parent.mkdir(parents=True, exist_ok=True)
+        if "callback" in est.get_params(deep=False):
+            # A callable cannot (and should not) go into a pickle-free model file.
+            est.set_params(callback=None)
+        est.save(model_path)
+    curve = np.asarray(monitor.history if monitor else np.zeros((0, 3)),
+                       dtype=np.float64).reshape(-1, 3)
+    return {
+        "fit_time_s": fit_time, "compile_time_s": compile_time,
+        "predict_time_s": predict_time, "val_loss": val_loss,
+        "train_error": train_error, "n_fit": int(len(y_fit)),
+        "n_labeled": n_l, "n_unlabeled": n_u,
+        "test_idx": sp["test"], "y_test": y_test, "pred_test": pred_test,
+        "score_test": s_test, "curve": curve, "X_example": X_test[:5],
+    }
+
+
+def train(pairs, best, prepared_dir, splits_dir, models_dir, pred_dir, cfg,
+          models_cfg, *, log_mlflow=True) -> list[dict]:
+    import mlflow
+
+    seeds = [int(s) for s in cfg["seeds"]]
+    records = []
+    for model, dataset in pairs:
+        key = f"{model}/{dataset}"
+        if key not in best:
+            raise KeyError(f"no tuned parameters for {key} (run the tune stage)")
+        params = best[key]["params"]
+        fixed = fixed_params(models_cfg, model, dataset)
+        clash = sorted(set(fixed) & (set(params) | ({"sigma"} if "sigma_rel" in params
+                                                    else set())))
+        if clash:
+            raise ValueError(
+                f"{key}: {clash} are both fixed (models.fixed) and tuned "
+                f"(results/tune/best_params.json); the tuned value would win -- "
+                f"remove them from models.fixed or rerun tune")
+        data = load_prepared(prepared_dir, dataset)
+        X, y = data["X"], data["y"]
+        scaler = (data["scale_lo"], data["scale_span"]) if "scale_lo" in data \
+            else None
+        kind = split_kind(model)
+        first = load_split(splits_dir, dataset, kind, seeds[0])
+        sizes = cfg["n_unlabeled"] or [int(n) for n in first["n_unlabeled"]]
+        for n_u in sizes:
+            n_u = min(int(n_u), len(first["unlabeled"]))
+            group = mlflow.start_run(run_name=f"{model} / {dataset} / nu={n_u}",
+                                     nested=True) if log_mlflow else None
+            try:
+                if group is not None:
+                    mlflow.set_tags({"model": model, "dataset": dataset,
+                                     "n_unlabeled": str(n_u), "level": "group"})
+                    mlflow.log_params({**params, **{f"fixed.{k}": v for k, v in
+                                                     fixed.items()},
+                                       "n_unlabeled": n_u, "seeds": str(seeds)})
+                for seed in seeds:
+                    rec = _train_seed(model, dataset, X, y, kind, splits_dir,
+                                      models_dir, pred_dir, n_u, seed, params, fixed,
+                                      cfg, log_mlflow, scaler)
+                    rec["group_run_id"] = group.info.run_id if group else None
+                    records.append(rec)
+            finally:
+                if group is not None:
+                    mlflow.end_run()
+    return records
+
+
+def _train_seed(model, dataset, X, y, kind, splits_dir, models_dir, pred_dir, n_u,
+                seed, params, fixed, cfg, log_mlflow, scaler=None) -> dict:
+    import mlflow
+
+    split = load_split(splits_dir, dataset, kind, seed)
+    tag = f"{model}__{dataset}__nu{n_u}__seed{seed}"
+    model_path = Path(models_dir) / model / dataset / f"nu{n_u}_seed{seed}.wkm"
+    run = mlflow.start_run(run_name=f"seed {seed}", nested=True) \
+        if log_mlflow else None
+    try:
+        def on_curve(step, loss, elapsed):
+            if log_mlflow and cfg["log_curves"]:
+                mlflow.log_metrics({"val_error": loss, "train_time_s": elapsed},
+                                   step=step)
+
+        out = train_one(model, X, y, split, n_u, params, fixed, seed=seed,
+                        callback_every=int(cfg["callback_every"]),
+                        model_path=model_path, on_curve=on_curve)
+        # The curve's wall-clock column stays out of the DVC output (see
+        # weakkernels.pipeline.timings): iteration and validation loss only.
+        save_npz(Path(pred_dir) / f"{tag}.npz", test_idx=out["test_idx"],
+                 y_test=out["y_test"], pred_test=out["pred_test"],
+                 score_test=out["score_test"], curve=out["curve"][:, :2])
+        rec = {
+            "model": model, "dataset": dataset, "n_unlabeled": n_u, "seed": seed,
+            "task": MODELS[model].task, "predictions": f"{tag}.npz",
+            "model_file": str(model_path) if MODELS[model].ours else None,
+            **{k: out[k] for k in ("fit_time_s", "compile_time_s",
+                                   "predict_time_s", "val_loss", "train_error",
+                                   "n_fit", "n_labeled")},
+            "run_id": run.info.run_id if run else None,
+            "curve_time_s": [float(t) for t in out["curve"][:, 2]],
+        }
+        if run is not None:
+            mlflow.set_tags({"model": model, "dataset": dataset,
+                             "n_unlabeled": str(n_u), "seed": str(seed),
+                             "level": "seed"})
+            mlflow.log_params({**params, "seed": seed, "n_unlabeled": n_u,
+                               "n_labeled": out["n_labeled"], "n_fit": out["n_fit"]})
+            metrics = {"fit_time_s": out["fit_time_s"],
+                       "compile_time_s": out["compile_time_s"],
+                       "predict_time_s": out["predict_time_s"],
+                       "val_loss": out["val_loss"]}
+            if out["train_error"] is not None:
+                metrics["train_error"] = out["train_error"]
+            mlflow.log_metrics(metrics)
+            if MODELS[model].ours:
+                mlflow.log_artifact(str(model_path), artifact_path="model_file")
+                if cfg["log_pyfunc"]:
+                    info = log_pyfunc(model_path, out["X_example"], scaler=scaler)
+                    rec["pyfunc_uri"] = info.model_uri
+        return rec
+    finally:
+        if run is not None:
+            mlflow.end_run()
