@@ -35,7 +35,7 @@ _MIN_SCALE = 1e-6
 # A bounded expansion whose frequencies fit in this many bytes is allocated
 # at its final size at once: np.empty only reserves address space, pages
 # are committed as blocks are written, and growing by doubling held the old
-# and the new copy at once (one SGD pass at d = 47 000: 0.8 + 1.6 GB).
+# and the new copy at once (one SGD pass at d = 47 000: 0.77 + 1.54 GB).
 _PREALLOC_BYTES = 1 << 32
 
 
