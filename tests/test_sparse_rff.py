@@ -320,6 +320,32 @@ def test_sparse_fit_and_predict_never_densify(make, monkeypatch):
     est.decision_function(X.tocsc())
 
 
+@pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
+def test_sparse_fit_is_bit_identical_across_thread_counts(solver, monkeypatch):
+    import numba
+
+    from weakkernels import random_features
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs NUMBA_NUM_THREADS >= 2")
+    # small data: force the parallel kernel variants whenever 2 threads are set
+    monkeypatch.setattr(random_features, "_PARALLEL_MIN_WORK", 0)
+    X, y, _ = _text_like()
+    kw = dict(solver=solver, max_features=256, batch_size=32, random_state=0)
+    old = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = TSGS3VM(**kw).fit(X, y)
+        f1 = one.decision_function(X)
+        numba.set_num_threads(2)
+        two = TSGS3VM(**kw).fit(X, y)
+        f2 = two.decision_function(X)
+    finally:
+        numba.set_num_threads(old)
+    assert one.to_bytes() == two.to_bytes()
+    assert np.array_equal(f1, f2)
+
+
 def test_sparse_multiclass_one_vs_rest():
     X, _, yt = _text_like(n=400)
     y3 = yt + (X[:, 0].toarray().ravel() > 0)  # a third class
