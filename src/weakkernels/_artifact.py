@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from weakkernels._version import __version__
 
@@ -531,13 +532,22 @@ def check_loaded_state(est) -> None:
             )
         n_out = coef.shape[0]
     sv = getattr(est, "support_vectors_", None)
-    if sv is not None:
+    if sv is not None and sp.issparse(sv):  # CSR support vectors (sparse fit)
+        if sv.ndim != 2 or sv.data.dtype.kind != "f" or not np.all(
+            np.isfinite(sv.data)
+        ):
+            raise _corrupt("support_vectors_data.npy", "support_vectors_ must be "
+                           "a finite float sparse matrix")
+        sv = sv.shape
+    elif sv is not None:
         sv = _float_array(est, "support_vectors_", "support_vectors.npy", (2,))
+        sv = sv.shape
+    if sv is not None:
         coef = _float_array(est, "dual_coef_", "dual_coef.npy", (2,))
-        if sv.shape[1] != d or coef.shape[1] != sv.shape[0]:
+        if sv[1] != d or coef.shape[1] != sv[0]:
             raise _corrupt(
                 "support_vectors.npy",
-                f"support_vectors_ {sv.shape} / dual_coef_ {coef.shape} do not "
+                f"support_vectors_ {sv} / dual_coef_ {coef.shape} do not "
                 f"match n_features_in={d}",
             )
         n_out = coef.shape[0]

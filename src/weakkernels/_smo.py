@@ -43,7 +43,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from numba import njit
+from numba.core import types
+from numba.extending import overload
 
 from weakkernels.kernels import KERNEL_CODES
 
@@ -113,9 +116,84 @@ def _kernel_row(xi, xi_sq, X, sqnorm, code, sigma, degree, coef0, out):
                 out[q] = dot
 
 
+@njit(fastmath=FASTMATH, cache=True)
+def _csr_kernel_row(vi_idx, vi_val, vi_sq, vi_l1, indptr, indices, data, sqnorm, l1,
+                    work, code, sigma, degree, coef0, out):
+    """``out[q] = k(v, X[q])`` for a sparse vector ``v`` and every row of CSR ``X``.
+
+    ``v`` is given by its column indices ``vi_idx`` and values ``vi_val`` (one
+    entry per column), its squared norm ``vi_sq`` and L1 norm ``vi_l1``; ``X``
+    by ``indptr/indices/data`` (one entry per column and row) with the squared
+    norms ``sqnorm`` and L1 norms ``l1`` of its rows. ``v`` is scattered into
+    the dense work vector ``work`` (length ``n_features``, all zeros on entry
+    and on return) and every row of ``X`` gathers from it over its own
+    nonzeros: O(nnz(X)) per kernel row, the cost of paper 004's sparse rows
+    (Sec. 1.6.3, RCV1). The dot products sum the same products as the dense
+    :func:`_kernel_row` (a zero adds exactly nothing), so both paths agree to
+    rounding. Laplacian: ``||v - x||_1 = ||v||_1 + sum_{t in x} (|v_t - x_t| -
+    |v_t|)``.
+    """
+    for t in range(vi_idx.shape[0]):
+        work[vi_idx[t]] = vi_val[t]
+    n = indptr.shape[0] - 1
+    for q in range(n):
+        a = indptr[q]
+        b = indptr[q + 1]
+        if code == 1:  # laplacian
+            acc = 0.0
+            for t in range(a, b):
+                w = work[indices[t]]
+                acc += abs(w - data[t]) - abs(w)
+            acc += vi_l1
+            if acc < 0.0:
+                acc = 0.0
+            out[q] = math.exp(-sigma * acc)
+        else:
+            dot = 0.0
+            for t in range(a, b):
+                dot += work[indices[t]] * data[t]
+            if code == 0:  # rbf
+                d2 = vi_sq + sqnorm[q] - 2.0 * dot
+                if d2 < 0.0:
+                    d2 = 0.0
+                out[q] = math.exp(-sigma * d2)
+            elif code == 2:  # poly
+                out[q] = _ipow(sigma * dot + coef0, degree)
+            else:  # linear
+                out[q] = dot
+    for t in range(vi_idx.shape[0]):
+        work[vi_idx[t]] = 0.0
+
+
+def _point_row(X, p, sqnorm, code, sigma, degree, coef0, out):
+    """Kernel row of training point ``p`` against every row of ``X`` (compiled only).
+
+    ``X`` is a dense 2-D array or a CSR tuple ``(indptr, indices, data, l1,
+    work)`` (:func:`csr_points`); numba picks the implementation from the type,
+    so every solver function below is compiled once per layout.
+    """
+    raise NotImplementedError("only callable from numba-compiled code")
+
+
+@overload(_point_row, jit_options={"cache": True})
+def _point_row_impl(X, p, sqnorm, code, sigma, degree, coef0, out):
+    if isinstance(X, types.Array):
+        def dense(X, p, sqnorm, code, sigma, degree, coef0, out):
+            _kernel_row(X[p], sqnorm[p], X, sqnorm, code, sigma, degree, coef0, out)
+        return dense
+
+    def csr(X, p, sqnorm, code, sigma, degree, coef0, out):
+        indptr, indices, data, l1, work = X
+        a = indptr[p]
+        b = indptr[p + 1]
+        _csr_kernel_row(indices[a:b], data[a:b], sqnorm[p], l1[p], indptr, indices,
+                        data, sqnorm, l1, work, code, sigma, degree, coef0, out)
+    return csr
+
+
 @njit(cache=True)
 def _kernel_diag(X, sqnorm, code, sigma, degree, coef0):
-    n = X.shape[0]
+    n = sqnorm.shape[0]
     out = np.empty(n)
     for q in range(n):
         if code == 0 or code == 1:
@@ -134,12 +212,12 @@ def _mean_kernel_column(X, sqnorm, idx, code, sigma, degree, coef0):
     Computed one row at a time, so memory stays O(n) although the cost is
     O(|idx| n d) kernel work, paid once per fit.
     """
-    n = X.shape[0]
+    n = sqnorm.shape[0]
     k0 = np.zeros(n)
     row = np.empty(n)
     for a in range(idx.shape[0]):
         u = idx[a]
-        _kernel_row(X[u], sqnorm[u], X, sqnorm, code, sigma, degree, coef0, row)
+        _point_row(X, u, sqnorm, code, sigma, degree, coef0, row)
         for q in range(n):
             k0[q] += row[q]
     inv = 1.0 / idx.shape[0]
@@ -171,6 +249,32 @@ def _decision(Z, SV, sv_sq, coef, intercept, code, sigma, degree, coef0):
     return F
 
 
+@njit(cache=True)
+def _csr_decision(z_indptr, z_indices, z_data, sv_indptr, sv_indices, sv_data,
+                  sv_sq, sv_l1, work, coef, intercept, code, sigma, degree, coef0):
+    """:func:`_decision` for CSR ``Z`` and CSR support vectors, row by row."""
+    n = z_indptr.shape[0] - 1
+    n_out, n_sv = coef.shape
+    F = np.empty((n, n_out))
+    row = np.empty(n_sv)
+    for r in range(n):
+        a = z_indptr[r]
+        b = z_indptr[r + 1]
+        zsq = 0.0
+        zl1 = 0.0
+        for t in range(a, b):
+            zsq += z_data[t] * z_data[t]
+            zl1 += abs(z_data[t])
+        _csr_kernel_row(z_indices[a:b], z_data[a:b], zsq, zl1, sv_indptr, sv_indices,
+                        sv_data, sv_sq, sv_l1, work, code, sigma, degree, coef0, row)
+        for c in range(n_out):
+            acc = intercept[c]
+            for s in range(n_sv):
+                acc += coef[c, s] * row[s]
+            F[r, c] = acc
+    return F
+
+
 # --------------------------------------------------------------------------
 # LRU kernel-row cache over base points
 # --------------------------------------------------------------------------
@@ -179,9 +283,9 @@ def _decision(Z, SV, sv_sq, coef, intercept, code, sigma, degree, coef0):
 @njit(cache=True)
 def _base_row(p, X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, out):
     """Kernel row of base point ``p`` against all base points (x_0 last)."""
-    n_pts = X.shape[0]
+    n_pts = sqnorm.shape[0]
     if p < n_pts:
-        _kernel_row(X[p], sqnorm[p], X, sqnorm, code, sigma, degree, coef0, out[:n_pts])
+        _point_row(X, p, sqnorm, code, sigma, degree, coef0, out[:n_pts])
         if has_x0:
             out[n_pts] = k0[p]
     else:  # the virtual balancing example x_0 (Eq. 1.15)
@@ -269,7 +373,7 @@ def _smo_solve(X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, pov, zeta
     Returns ``(g, b, n_iter, status)`` with the exact full gradient ``g``.
     """
     n = alpha.shape[0]
-    n_pts = X.shape[0]
+    n_pts = sqnorm.shape[0]
     diag = _kernel_diag(X, sqnorm, code, sigma, degree, coef0)
     m = n_pts + (1 if has_x0 else 0)
     diag_all = np.empty(m)
@@ -499,10 +603,13 @@ def kernel_bound(X: np.ndarray, code: int, sigma: float, degree: int,
     """
     if code == _RBF or code == _LAPLACIAN:
         return 1.0
-    if X.size == 0:
+    if X.shape[0] == 0 or X.shape[1] == 0:
         return 0.0
     with np.errstate(over="ignore"):
-        r2 = float(np.max(np.einsum("ij,ij->i", X, X)))
+        if sp.issparse(X):
+            r2 = float(np.max(_csr_norms(sp.csr_matrix(X))[0]))
+        else:
+            r2 = float(np.max(np.einsum("ij,ij->i", X, X)))
         if code == _LINEAR:
             return r2
         base = sigma * r2 + abs(coef0)
@@ -550,6 +657,40 @@ def check_precision(C: float, tol: float, k_bound: float, *, c_name: str,
         )
 
 
+def _csr_norms(X):
+    """Squared L2 and L1 norms of the rows of a CSR matrix (empty rows: 0)."""
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    data = np.asarray(X.data, dtype=np.float64)
+    sq = np.bincount(rows, weights=data * data, minlength=X.shape[0])
+    l1 = np.bincount(rows, weights=np.abs(data), minlength=X.shape[0])
+    return sq.astype(np.float64), l1.astype(np.float64)
+
+
+def csr_points(X):
+    """The CSR layout the numba kernels read: ``((indptr, indices, data, l1,
+    work), sqnorm)``.
+
+    ``X`` must be CSR in canonical format (sorted indices, no duplicates: what
+    :func:`weakkernels._validation.validate_semi_supervised` returns); the
+    arrays are used without a copy where they already have the right dtypes
+    (float64 data, one integer dtype for ``indptr`` and ``indices``). ``work``
+    is the zeroed scatter vector of :func:`_csr_kernel_row` (length
+    ``n_features``).
+    """
+    if not (sp.issparse(X) and X.format == "csr"):
+        raise TypeError(f"expected a CSR matrix, got {type(X).__name__}")
+    if not X.has_canonical_format:
+        raise ValueError("CSR matrix must have sorted indices and no duplicates")
+    itype = np.int32 if X.indices.dtype == np.int32 and X.indptr.dtype == np.int32 \
+        else np.int64
+    indptr = np.ascontiguousarray(X.indptr, dtype=itype)
+    indices = np.ascontiguousarray(X.indices, dtype=itype)
+    data = np.ascontiguousarray(X.data, dtype=np.float64)
+    sqnorm, l1 = _csr_norms(X)
+    work = np.zeros(X.shape[1])
+    return (indptr, indices, data, l1, work), sqnorm
+
+
 def cache_rows(cache_size: float, m: int) -> int:
     """Number of kernel rows of length ``m`` that fit in ``cache_size`` MB (>= 2)."""
     return int(max(2, min(m, int(cache_size * 2**20) // (8 * max(m, 1)))))
@@ -574,14 +715,20 @@ class KernelProblem:
     extra_mean_idx: np.ndarray | None = None
 
     def __post_init__(self):
-        self.X = np.ascontiguousarray(self.X, dtype=np.float64)
-        self.sqnorm = np.einsum("ij,ij->i", self.X, self.X)
+        if sp.issparse(self.X):
+            # rows stay sparse: the kernels read indptr/indices/data (Sec. 1.6.3)
+            self.X = sp.csr_matrix(self.X)
+            self.points, self.sqnorm = csr_points(self.X)
+        else:
+            self.X = np.ascontiguousarray(self.X, dtype=np.float64)
+            self.sqnorm = np.einsum("ij,ij->i", self.X, self.X)
+            self.points = self.X
         n_pts = self.X.shape[0]
         self.has_x0 = self.extra_mean_idx is not None
         if self.has_x0:
             idx = np.ascontiguousarray(self.extra_mean_idx, dtype=np.int64)
             self.k0, self.k00 = _mean_kernel_column(
-                self.X, self.sqnorm, idx, self.code, self.sigma, self.degree,
+                self.points, self.sqnorm, idx, self.code, self.sigma, self.degree,
                 self.coef0,
             )
         else:
@@ -629,7 +776,7 @@ class KernelProblem:
         if np.any(A > alpha) or np.any(alpha > B):
             raise ValueError("starting alpha violates the box constraints")
         g, b, n_iter, status = _smo_solve(
-            self.X, self.sqnorm, self.k0, self.k00, self.has_x0, self.code,
+            self.points, self.sqnorm, self.k0, self.k00, self.has_x0, self.code,
             self.sigma, self.degree, self.coef0, pov, zeta, A, B, alpha,
             self.data, self.slot_of, self.owner, self.stamp, self.counters,
             float(tol), int(max_iter), bool(shrinking),
@@ -640,24 +787,49 @@ class KernelProblem:
         """``K w`` for a weight vector over the base points (length ``m``)."""
         w = np.ascontiguousarray(w, dtype=np.float64)
         return _kernel_times(w, self.data, self.slot_of, self.owner, self.stamp,
-                             self.counters, self.X, self.sqnorm, self.k0, self.k00,
-                             self.has_x0, self.code, self.sigma, self.degree,
+                             self.counters, self.points, self.sqnorm, self.k0,
+                             self.k00, self.has_x0, self.code, self.sigma, self.degree,
                              self.coef0)
 
     def row(self, p: int) -> np.ndarray:
         """Copy of the (cached) kernel row of base point ``p``."""
         s = _get_row(p, self.data, self.slot_of, self.owner, self.stamp,
-                     self.counters, self.X, self.sqnorm, self.k0, self.k00,
+                     self.counters, self.points, self.sqnorm, self.k0, self.k00,
                      self.has_x0, self.code, self.sigma, self.degree, self.coef0)
         return self.data[s].copy()
 
 
+def _as_canonical_csr(M):
+    M = sp.csr_matrix(M, dtype=np.float64)
+    if not M.has_canonical_format:
+        M = M.copy()
+        M.sum_duplicates()
+    return M
+
+
 def decision_values(Z, SV, coef, intercept, code, sigma, degree, coef0):
-    """``F = K(Z, SV) @ coef.T + intercept`` without forming ``K(Z, SV)``."""
-    Z = np.ascontiguousarray(Z, dtype=np.float64)
-    SV = np.ascontiguousarray(SV, dtype=np.float64)
+    """``F = K(Z, SV) @ coef.T + intercept`` without forming ``K(Z, SV)``.
+
+    When ``Z`` or ``SV`` is scipy.sparse, both are read as CSR (a dense
+    partner is converted, never the sparse one densified) and the kernel rows
+    come from :func:`_csr_kernel_row`.
+    """
     coef = np.ascontiguousarray(np.atleast_2d(coef), dtype=np.float64)
     intercept = np.ascontiguousarray(np.atleast_1d(intercept), dtype=np.float64)
+    if sp.issparse(Z) or sp.issparse(SV):
+        if Z.shape[1] != SV.shape[1]:
+            raise ValueError(f"Z has {Z.shape[1]} features, SV {SV.shape[1]}")
+        Zc = _as_canonical_csr(Z)
+        (sv_ptr, sv_idx, sv_data, sv_l1, work), sv_sq = csr_points(
+            _as_canonical_csr(SV))
+        z_ptr = np.ascontiguousarray(Zc.indptr, dtype=sv_ptr.dtype)
+        z_idx = np.ascontiguousarray(Zc.indices, dtype=sv_ptr.dtype)
+        z_data = np.ascontiguousarray(Zc.data, dtype=np.float64)
+        return _csr_decision(z_ptr, z_idx, z_data, sv_ptr, sv_idx, sv_data, sv_sq,
+                             sv_l1, work, coef, intercept, int(code), float(sigma),
+                             int(degree), float(coef0))
+    Z = np.ascontiguousarray(Z, dtype=np.float64)
+    SV = np.ascontiguousarray(SV, dtype=np.float64)
     sv_sq = np.einsum("ij,ij->i", SV, SV)
     return _decision(Z, SV, sv_sq, coef, intercept, int(code), float(sigma),
                      int(degree), float(coef0))

@@ -23,6 +23,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -43,6 +44,8 @@ from weakkernels._smo import (
     kernel_bound,
 )
 from weakkernels._validation import (
+    _SPARSE_FORMATS,
+    _canonical_csr,
     check_divergence,
     check_fitted_model,
     check_magnitude,
@@ -245,6 +248,7 @@ class _CCCPBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
         )
         support = np.flatnonzero(np.any(coefs != 0.0, axis=0))
         self.support_ = support
+        # CSR rows of a sparse X stay a CSR matrix (never densified)
         self.support_vectors_ = X[support].copy()
         self.dual_coef_ = coefs[:, support]
         self.intercept_ = np.asarray(intercepts, dtype=np.float64)
@@ -272,7 +276,7 @@ class _CCCPBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
         ``classes_[1]``), ``(n_samples, n_classes)`` one-vs-rest otherwise.
         """
         check_is_fitted(self)
-        X = validate_predict(self, X)
+        X = validate_predict(self, X, accept_sparse=True)
         F = decision_values(
             X,
             self.support_vectors_,
@@ -318,7 +322,7 @@ class _CCCPBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = True
         return tags
 
     # ---- model files (weakkernels._artifact)
@@ -340,7 +344,6 @@ class _CCCPBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
         arrays = {
             "classes": classes,
             "support": self.support_,
-            "support_vectors": self.support_vectors_,
             "dual_coef": self.dual_coef_,
             "intercept": self.intercept_,
             "n_support": self.n_support_,
@@ -350,11 +353,43 @@ class _CCCPBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
         }
         for c, curve in enumerate(curves):
             arrays[f"objective_curve_{c:04d}"] = curve
+        sv = self.support_vectors_
+        if sp.issparse(sv):
+            # a sparse model stays sparse on disk: CSR as its three arrays
+            sv = sp.csr_matrix(sv)
+            meta["support_vectors_csr_shape"] = [int(n) for n in sv.shape]
+            arrays["support_vectors_indptr"] = sv.indptr.astype(np.int64)
+            arrays["support_vectors_indices"] = sv.indices.astype(np.int64)
+            arrays["support_vectors_data"] = sv.data
+        else:
+            arrays["support_vectors"] = sv
         return meta, arrays
+
+    @staticmethod
+    def _load_support_vectors(meta, arrays):
+        """Dense ``support_vectors.npy``, or CSR stored as three arrays + shape."""
+        if "support_vectors_csr_shape" not in meta:  # dense (every older file)
+            return np.asarray(arrays["support_vectors"], dtype=np.float64)
+        n_rows, n_cols = (int(v) for v in meta["support_vectors_csr_shape"])
+        indptr = np.asarray(arrays["support_vectors_indptr"])
+        indices = np.asarray(arrays["support_vectors_indices"])
+        data = np.asarray(arrays["support_vectors_data"], dtype=np.float64)
+        if (
+            indptr.dtype.kind != "i" or indices.dtype.kind != "i"
+            or indptr.shape != (n_rows + 1,) or indptr[0] != 0
+            or np.any(np.diff(indptr) < 0) or indptr[-1] != indices.size
+            or data.shape != indices.shape
+            or (indices.size and (indices.min() < 0 or indices.max() >= n_cols))
+        ):
+            raise ModelFormatError("support_vectors_*.npy: inconsistent CSR arrays")
+        sv = sp.csr_matrix((data, indices, indptr), shape=(n_rows, n_cols))
+        if not sv.has_canonical_format:
+            sv.sum_duplicates()
+        return sv
 
     def _set_artifact_state(self, meta, arrays):
         n_features = int(meta["n_features_in"])
-        sv = np.asarray(arrays["support_vectors"], dtype=np.float64)
+        sv = self._load_support_vectors(meta, arrays)
         coef = np.asarray(arrays["dual_coef"], dtype=np.float64)
         intercept = np.asarray(arrays["intercept"], dtype=np.float64)
         classes = arrays["classes"]
@@ -366,7 +401,7 @@ class _CCCPBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
             or intercept.shape != (n_problems,)
             or arrays["probA"].shape != (n_problems,)
             or not np.all(np.isfinite(coef))
-            or not np.all(np.isfinite(sv))
+            or not np.all(np.isfinite(sv.data if sp.issparse(sv) else sv))
         ):
             raise ModelFormatError("model file has inconsistent array shapes")
         self.classes_ = classes
@@ -496,7 +531,10 @@ class RampSVM(_CCCPBase):
 
         Parameters
         ----------
-        X : array-like (n_samples, n_features)
+        X : array-like or scipy.sparse matrix (n_samples, n_features)
+            Sparse input (CSR, CSC, COO) is read as CSR and never densified:
+            kernel rows come from sparse dot products, and ``support_vectors_``
+            is then a CSR matrix.
         y : array-like (n_samples,)
             Class labels (fully supervised; ``-1`` is an ordinary label here).
 
@@ -504,7 +542,9 @@ class RampSVM(_CCCPBase):
         -------
         self
         """
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
+        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2,
+                             accept_sparse=_SPARSE_FORMATS)
+        X = _canonical_csr(X)  # CSR/CSC/COO -> canonical CSR; dense stays dense
         check_magnitude(self, X)  # squared distances must not overflow
         self._check_numerics(X, self.C, "C")
         check_classification_targets(y)
@@ -667,8 +707,10 @@ class CCCPTSVM(_CCCPBase):
 
         Parameters
         ----------
-        X : array-like (n_samples, n_features)
-            Labeled and unlabeled samples.
+        X : array-like or scipy.sparse matrix (n_samples, n_features)
+            Labeled and unlabeled samples. Sparse input (CSR, CSC, COO) is
+            read as CSR and never densified: kernel rows come from sparse dot
+            products, and ``support_vectors_`` is then a CSR matrix.
         y : array-like (n_samples,)
             Class labels; ``-1`` marks unlabeled samples.
 
@@ -676,7 +718,9 @@ class CCCPTSVM(_CCCPBase):
         -------
         self
         """
-        X, y, labeled, classes = validate_semi_supervised(self, X, y)
+        X, y, labeled, classes = validate_semi_supervised(
+            self, X, y, accept_sparse=True
+        )
         n_lab = int(np.count_nonzero(labeled))
         C_star = (self.C * n_lab / max(labeled.size - n_lab, 1)
                   if self.C_star is None else self.C_star)
