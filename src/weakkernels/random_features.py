@@ -275,8 +275,10 @@ _KERNELS = {
 
 def _csr_project_rows(indptr, indices, data, row0, Wf, ld, Z):
     """``Z[i, :] = sum_p data[p] W[indices[p], :]`` over the stored entries of
-    CSR row ``row0 + i``: the projection ``omega^T x`` of paper 000 Eq. (2)
-    (``Z = X W``) for a block of sparse rows, without densifying them.
+    CSR row ``row0 + i``: the projections ``omega_j^T x`` inside the Fourier
+    features ``sqrt(2) cos(omega_j^T x + b_j)`` of paper 000 Sec. 2
+    (approximating the kernel as in its Eq. (2)), ``Z = X W``, for a block
+    of sparse rows, without densifying them.
 
     ``W`` (d, F) arrives flat: row ``k`` is ``Wf[k * ld : k * ld + F]``, so
     a column slice of the growing expansion (row stride ``ld > F``) is read
