@@ -346,6 +346,17 @@ def test_sparse_fit_is_bit_identical_across_thread_counts(solver, monkeypatch):
     assert np.array_equal(f1, f2)
 
 
+@pytest.mark.filterwarnings("ignore:prior=None")
+def test_qsg_s2auc_score_on_sparse_rows():
+    X, y, yt = _text_like()
+    est = QSGS2AUC(max_features=128, random_state=0).fit(X, y)
+    y_eval = yt.copy()
+    y_eval[::3] = -1  # unlabeled rows are ignored by the AUC
+    for fmt in ("csr", "csc", "coo"):
+        assert est.score(X.asformat(fmt), y_eval) == pytest.approx(
+            est.score(X.toarray(), y_eval), abs=1e-12)
+
+
 def test_sparse_multiclass_one_vs_rest():
     X, _, yt = _text_like(n=400)
     y3 = yt + (X[:, 0].toarray().ravel() > 0)  # a third class
