@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+import harness
 
-import harness  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 TSGS = "TSGS3VM (SGD, 40 iterations, batch 32, block 16, C* = C n_l/n_u)"
 CCCP = "CCCP-TSVM (C* = C n_l/n_u, 0.05 s budget)"

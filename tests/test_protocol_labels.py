@@ -18,18 +18,15 @@ from __future__ import annotations
 import math
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+import worker
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 PROTOCOLS = sorted((ROOT / "benchmarks" / "protocols").glob("*.yaml"))
-sys.path.insert(0, str(ROOT / "benchmarks" / "peers"))
-
-import worker  # noqa: E402
 
 S3VM = {"tsgs3vm", "frs3vm", "cccp_tsvm"}
 SU = {"tsgsu", "cuu", "susl"}
@@ -308,7 +305,6 @@ def test_protocol_labels_match_params(path):
 @pytest.mark.parametrize("path", PROTOCOLS, ids=lambda p: p.stem)
 def test_protocol_params_resolve(path):
     """Every ``$name`` a row uses is one the harness substitutes."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     import harness
 
     proto = harness.load_protocol(path.stem)

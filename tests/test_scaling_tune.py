@@ -19,13 +19,11 @@ import numpy as np
 import pytest
 
 from _pipeline import tune_cfg
+from scale_servers import ServerUnavailable, postgres_server
 from weakkernels.pipeline.splits import ssl_split
 from weakkernels.pipeline.storage import save_npz
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from scale_servers import ServerUnavailable, postgres_server  # noqa: E402
 
 N_TRIALS = 12
 

@@ -23,11 +23,9 @@ import numpy as np
 import pytest
 
 from _data import two_gaussians
+from scale_servers import free_port, stop_process, wait_http
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from scale_servers import free_port, stop_process, wait_http  # noqa: E402
 
 _START = __import__("time").time()
 
