@@ -36,7 +36,8 @@ KNOWN = {
 def scanned_files() -> list[str]:
     out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout.split()
-    return [f for f in out if not f.startswith(SKIP_PREFIXES)
+    this = Path(__file__).resolve().relative_to(ROOT).as_posix()  # its examples
+    return [f for f in out if not f.startswith(SKIP_PREFIXES) and f != this
             and (Path(f).suffix in CODE_SUFFIXES or Path(f).name in CODE_NAMES)]
 
 
