@@ -62,16 +62,31 @@ def _naive_row(X, p, kernel, sigma, degree, coef0):
 def test_csr_kernel_row_matches_numpy(kernel):
     X, _, _ = _sparse_problem(n=60, d=25)
     Xs = sp.csr_matrix(X)
-    (indptr, indices, data, l1, work), sqnorm = csr_points(Xs)
+    (indptr, indices, data, l1, colptr, rowidx, colval), sqnorm = csr_points(Xs)
     code = KERNEL_CODES[kernel]
-    out = np.empty(X.shape[0])
+    out = np.full(X.shape[0], np.nan)
     for p in (0, 7, 31):  # row 7 is all zero
         a, b = indptr[p], indptr[p + 1]
-        _csr_kernel_row(indices[a:b], data[a:b], sqnorm[p], l1[p], indptr, indices,
-                        data, sqnorm, l1, work, code, 0.7, 3, 0.5, out)
+        _csr_kernel_row(indices[a:b], data[a:b], sqnorm[p], l1[p], colptr, rowidx,
+                        colval, sqnorm, l1, code, 0.7, 3, 0.5, out)
         np.testing.assert_allclose(out, _naive_row(Xs, p, kernel, 0.7, 3, 0.5),
                                    rtol=1e-12, atol=1e-14)
-        assert not work.any(), "the scatter vector must be zero again"
+
+
+def test_csr_kernel_row_of_an_outside_vector_with_negative_values():
+    """Decision rows: a vector that is not a row of X, negative entries."""
+    rng = np.random.default_rng(4)
+    X = sp.random(30, 12, density=0.3, random_state=5, format="csr")
+    X.data -= 0.5
+    v = rng.normal(size=12) * (rng.random(12) < 0.5)
+    (_, _, _, l1, colptr, rowidx, colval), sqnorm = csr_points(X)
+    nz = np.flatnonzero(v)
+    for kernel in KERNELS:
+        out = np.empty(30)
+        _csr_kernel_row(nz, v[nz], v @ v, np.abs(v).sum(), colptr, rowidx, colval,
+                        sqnorm, l1, KERNEL_CODES[kernel], 0.7, 3, 0.5, out)
+        ref = kernel_matrix(v[None], X.toarray(), kernel, 0.7, 3, 0.5)[0]
+        np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-14)
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
