@@ -248,8 +248,9 @@ class _CCCPBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
         )
         support = np.flatnonzero(np.any(coefs != 0.0, axis=0))
         self.support_ = support
-        # CSR rows of a sparse X stay a CSR matrix (never densified)
-        self.support_vectors_ = X[support].copy()
+        # CSR rows of a sparse X stay a CSR matrix (never densified); row
+        # indexing of a CSR matrix already copies
+        self.support_vectors_ = X[support] if sp.issparse(X) else X[support].copy()
         self.dual_coef_ = coefs[:, support]
         self.intercept_ = np.asarray(intercepts, dtype=np.float64)
         self.n_support_ = np.count_nonzero(coefs, axis=1).astype(np.int64)
@@ -583,6 +584,7 @@ class RampSVM(_CCCPBase):
             f_lab.append(res["f"])
             curves.append(res["curve"])
             n_iters.append(res["n_iter"])
+        del kp  # free the kernel cache before the support vectors are copied
         self._store_solution(X, coefs, intercepts, f_lab, y_enc, curves, n_iters,
                              hit_cap, f_lab)
         return self
@@ -802,6 +804,7 @@ class CCCPTSVM(_CCCPBase):
         f_train = [
             np.concatenate([fl, fu]) for fl, fu in zip(f_lab, f_unl, strict=True)
         ]
+        del kp, Xb  # free the kernel cache and the reordered rows first
         self._store_solution(X, coefs, intercepts, f_lab, y_enc, curves, n_iters,
                              hit_cap, f_train)
         transduction = y.copy()
