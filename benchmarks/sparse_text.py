@@ -70,6 +70,7 @@ C = 10.0
 S = -0.3
 TOL = 1e-3
 CACHE_MB = 200
+TIME = os.environ.get("GNU_TIME", "/usr/bin/time")  # GNU time, for peak RSS
 
 
 def load_text():
@@ -145,17 +146,19 @@ def child(config, split, c_star, repeats):
 
 
 def run_timed(cmd):
-    """(returncode, stdout, stderr, wall seconds, peak RSS bytes) via wait4."""
+    """(returncode, stdout, stderr, wall seconds, peak RSS bytes) of ``cmd``.
+
+    The peak RSS comes from GNU time (``%M``): ``ru_maxrss`` of a child
+    forked (vfork) from this large Python process would include this
+    process's own pages from before the ``exec``.
+    """
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    # read the pipes ourselves, then reap with wait4 to get this child's rusage
-    out = proc.stdout.read()
-    err = proc.stderr.read()
-    _, status, ru = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    proc = subprocess.run([TIME, "-f", "WK_MAXRSS_KB %M", *cmd],
+                          capture_output=True, text=True)
     wall = time.perf_counter() - t0
-    return proc.returncode, out, err, wall, ru.ru_maxrss * 1024
+    m = re.findall(r"WK_MAXRSS_KB (\d+)", proc.stderr)
+    rss = int(m[-1]) * 1024 if m else None
+    return proc.returncode, proc.stdout, proc.stderr, wall, rss
 
 
 # --------------------------------------------------------------------------

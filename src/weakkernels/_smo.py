@@ -31,6 +31,12 @@ every unlabeled point with both labels (Sec. 1.5.3), and the balancing example
 unlabeled rows. Kernel rows are cached per base point, so the duplicates cost no
 extra kernel evaluations and no extra cache memory.
 
+Base points may be a dense array or a scipy.sparse matrix (kept as CSR plus
+a CSC inverted index, never densified): every kernel row -- one row of the
+``K`` of Eq. 1.9 and of Algorithm 1.3's dual -- then comes from sparse dot
+products (:func:`_csr_kernel_row`), and the solver and its row cache are the
+same compiled code for both layouts.
+
 Solver pieces: second-order working-set selection (Fan, Chen & Lin 2005, LIBSVM
 WSS2), a bounded LRU cache of kernel rows (``cache_size`` MB as in scikit-learn;
 the full matrix is never formed unless it fits in the cache), LIBSVM-style
@@ -727,7 +733,8 @@ class KernelProblem:
 
     def __post_init__(self):
         if sp.issparse(self.X):
-            # rows stay sparse: the kernels read indptr/indices/data (Sec. 1.6.3)
+            # rows stay sparse (text, RCV1: paper 004 Sec. 1.6.2.1); the kernels
+            # read CSR rows and a CSC inverted index
             self.X = sp.csr_matrix(self.X)
             self.points, self.sqnorm = csr_points(self.X)
         else:
