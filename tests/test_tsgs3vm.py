@@ -566,6 +566,25 @@ def test_mean_balance_holds_exactly_on_the_unlabeled_points():
     np.testing.assert_allclose(est.decision_function(X[~lab]).mean(), r, atol=1e-8)
 
 
+def test_supervised_balance_holds_the_supervised_machines_unlabeled_mean():
+    """balance="supervised": the unlabeled mean output of the final machine is
+    that of the supervised machine (C* = 0, free bias) on the same features --
+    fitted here independently as TSGS3VM(C_star=0, balance="none")."""
+    X, y, _ = two_gaussians(n=300, d=4, n_labeled=30, seed=23)
+    lab = y != -1
+    kw = {"C": 3.0, "random_state": 0, "dtype": "float64", "tol": 1e-10}
+    sup = TSGS3VM(C_star=0.0, balance="none", **kw).fit(X, y)
+    est = TSGS3VM(balance="supervised", **kw).fit(X, y)
+    target = sup.decision_function(X[~lab]).mean()
+    np.testing.assert_allclose(est.decision_function(X[~lab]).mean(), target,
+                               atol=1e-6)
+    # the constraint binds: a free bias puts the mean elsewhere
+    free = TSGS3VM(balance="none", **kw).fit(X, y)
+    assert abs(free.decision_function(X[~lab]).mean() - target) > 1e-3
+    with pytest.raises(ValueError, match="lbfgs"):
+        TSGS3VM(balance="supervised", solver="sgd").fit(X, y)
+
+
 def test_resolved_defaults_are_visible_after_fit():
     X, y, _ = two_gaussians(n=300, d=4, n_labeled=30, seed=24)
     est = TSGS3VM(C=2.0, **FAST_LBFGS).fit(X, y)

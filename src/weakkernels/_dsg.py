@@ -340,7 +340,10 @@ class Problem:
         the bias is ``balance(f_B)`` computed from the outputs on set
         ``balance_set`` (SGD) or, for ``solver="lbfgs"``, the mean constraint
         ``mean_B f = balance_target`` held exactly by centering the features on
-        set B (paper 004 Eq. 1.13).
+        set B (paper 004 Eq. 1.13). ``balance_target="supervised"`` (L-BFGS
+        only): the target is ``mean_B f`` of the first stage's solution (C* = 0,
+        fitted with a free bias), so the unlabeled mean output stays where the
+        supervised machine put it.
     uses : callable ``uses(w) -> list of bool`` or None
         Which sets the loss reads at annealing weight ``w`` (None: all). The
         L-BFGS solver skips the others' products (e.g. the unlabeled set while
@@ -525,19 +528,20 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
             P *= norm
             Psi.append(P)
     D = Psi[0].shape[1]
-    center = problem.intercept == "balance"
-    free = problem.intercept == "free"
-    if center:
-        mu = Psi[problem.balance_set].mean(axis=0, dtype=np.float64).astype(dtype)
-        for P in Psi:
-            P -= mu
-        b_fixed = np.asarray(problem.balance_target, dtype=np.float64)
-    else:
-        b_fixed = np.zeros(K)
+    balance = problem.intercept == "balance"
+    # "supervised" anchors the balance on the supervised machine: the first
+    # stage (C* = 0) runs with a free bias, and the later stages hold the
+    # unlabeled mean output where that machine put it (see Problem).
+    anchored = balance and isinstance(problem.balance_target, str)
+    state = {"center": balance and not anchored, "free": problem.intercept == "free"
+             or anchored, "mu": np.zeros(D, dtype=dtype), "b": np.zeros(K)}
+    if state["center"]:
+        _center(Psi, problem.balance_set, state, np.asarray(
+            problem.balance_target, dtype=np.float64))
 
     def unpack(z):
         v = z[: D * K].reshape(D, K)
-        b = z[D * K:] if free else b_fixed
+        b = z[D * K:] if state["free"] else state["b"]
         return v, b
 
     def objective(z, w):
@@ -553,15 +557,25 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
             if u:
                 gv += (P.T @ gr.astype(dtype)).astype(np.float64)
         grad = gv.ravel()
-        if free:
+        if state["free"]:
             grad = np.concatenate([grad, sum(gr.sum(axis=0) for gr in grads)])
         return value + 0.5 * lam * float(np.sum(v * v)), grad
 
-    z = np.zeros(D * K + (K if free else 0))
-    stages = ANNEAL_STAGES if anneal > 0 else (1.0,)
+    z = np.zeros(D * K + (K if state["free"] else 0))
+    stages = ANNEAL_STAGES if anneal > 0 else ((0.0, 1.0) if anchored else (1.0,))
     curve, n_iter = [], 0
     with blas_single_thread():
         for w in stages:
+            if anchored and w > 0 and state["free"]:
+                # switch to the anchored constraint: mean_B f = its value now;
+                # f = (P - mu) v + target equals the current P v + b exactly,
+                # so the warm start is the same function
+                v, b = unpack(z)
+                B = Psi[problem.balance_set]
+                target = (B @ v.astype(dtype)).astype(np.float64).mean(axis=0) + b
+                _center(Psi, problem.balance_set, state, target)
+                state["free"] = False
+                z = z[: D * K].copy()
             g0 = np.abs(objective(z, w)[1]).max()
             res = minimize(
                 objective, z, args=(w,), jac=True, method="L-BFGS-B",
@@ -574,10 +588,21 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
             v, b = unpack(z)
             check_divergence(v, "C (the problem is too badly scaled)")
             _set_primal(model, v, n_blocks, norm, W, second)
-            intercept = b - (mu.astype(np.float64) @ v if center else 0.0)
+            intercept = b - state["mu"].astype(np.float64) @ v
             if monitor is not None:
                 monitor(n_iter, model, intercept)
     return Expansion(model, intercept, n_iter, curve)
+
+
+def _center(Psi, balance_set: int, state: dict, target) -> None:
+    """Hold ``mean_B f = target`` exactly: centre every set's features on the
+    balance set's mean ``mu`` and fix the bias at ``target`` (then
+    ``f = (psi - mu) v + target`` has that mean for every ``v``)."""
+    mu = Psi[balance_set].mean(axis=0, dtype=np.float64).astype(Psi[0].dtype)
+    for P in Psi:
+        P -= mu
+    state["mu"] = state["mu"] + mu
+    state["b"] = np.asarray(target, dtype=np.float64)
 
 
 def _set_primal(model: FunctionalModel, v: np.ndarray, n_blocks: int, norm,
