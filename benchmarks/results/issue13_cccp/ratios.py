@@ -41,7 +41,8 @@ for path in sys.argv[1:]:
             rat = []
             for c in CCCP:
                 if m not in CCCP and c in med and med[c][0] is not None:
-                    rat.append(f"{med[c][3] / cpu:.0f}x" if cpu > 0 else "-")
+                    x = med[c][3] / cpu if cpu > 0 else None
+                    rat.append("-" if x is None else f"{x:.0f}x" if x >= 10 else f"{x:.2g}x")
                 else:
                     rat.append("")
             print(f"| {m} | {e:.2f}{rng} | {cpu:.3g} | {wall:.3g} | {rat[0]} | {rat[1]} |")
