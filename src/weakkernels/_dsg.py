@@ -18,6 +18,7 @@ is still regenerated from its seed.
 
 from __future__ import annotations
 
+import math
 import time
 from numbers import Integral, Real
 
@@ -224,6 +225,19 @@ SOLVERS = ("lbfgs", "sgd")
 # The stages stop on the gradient tolerance long before this on the default
 # data sets (BENCHMARKS.md, "Convergence"); it bounds the worst case.
 LBFGS_MAX_ITER = 500
+
+
+def iteration_budget(solver: str, max_iter, n_passes: float, n_rows: int,
+                     batch_size: int, min_iter: int = 1) -> int:
+    """``T`` for :func:`fit_expansion`: L-BFGS iterations per annealing stage
+    (``max_iter`` or :data:`LBFGS_MAX_ITER`), or SGD steps -- ``max_iter`` if
+    given, else ``n_passes`` passes of ``batch_size`` over ``n_rows`` rows, at
+    least ``min_iter``."""
+    if solver != "sgd":
+        return int(max_iter or LBFGS_MAX_ITER)
+    if max_iter is not None:
+        return int(max_iter)
+    return max(int(min_iter), math.ceil(n_passes * n_rows / batch_size))
 # solver="lbfgs": random features of the fixed expansion when the estimator's
 # feature budget is None: as many as keep the feature matrix near 2^22 entries
 # (16 MB in float32, so an L-BFGS iteration costs about the same on every data

@@ -52,13 +52,13 @@ from weakkernels._calibration import fit_platt, platt_proba
 from weakkernels._dsg import (
     DSG_CONSTRAINTS,
     EXPANSION_CONSTRAINTS,
-    LBFGS_MAX_ITER,
     FunctionalModel,
     Problem,
     callback_monitor,
     default_blocks,
     expansion_state,
     fit_expansion,
+    iteration_budget,
     resolve_sigma,
     seeded_sample,
     set_expansion_state,
@@ -491,13 +491,8 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
             self.kernel, self.sigma_, self.degree, self.coef0, X.shape[1], B, seed,
             dtype,
         )
-        if not sgd:
-            T = int(self.max_iter or LBFGS_MAX_ITER)
-        elif self.max_iter is not None:
-            T = int(self.max_iter)
-        else:
-            T = max(int(self.min_iter),
-                    math.ceil(self.n_passes * n_u / self.batch_size))
+        T = iteration_budget(self.solver, self.max_iter, self.n_passes, n_u,
+                             self.batch_size, self.min_iter)
         # Fixed unlabeled sample for the threshold (identical at every callback).
         XU_thr = as_compute_rows(
             X[idx_u[seeded_sample(n_u, _THRESHOLD_SAMPLE, seed)]], dtype

@@ -34,7 +34,6 @@ from weakkernels._calibration import fit_platt, platt_proba
 from weakkernels._dsg import (
     DSG_CONSTRAINTS,
     EXPANSION_CONSTRAINTS,
-    LBFGS_MAX_ITER,
     SCHEDULES,
     FunctionalModel,
     Problem,
@@ -42,6 +41,7 @@ from weakkernels._dsg import (
     default_blocks,
     expansion_state,
     fit_expansion,
+    iteration_budget,
     resolve_sigma,
     seeded_sample,
     set_expansion_state,
@@ -246,12 +246,8 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
             self.kernel, self.sigma_, self.degree, self.coef0, X.shape[1], B, seed,
             dtype,
         )
-        if not sgd:
-            T = int(self.max_iter or LBFGS_MAX_ITER)
-        elif self.max_iter is not None:
-            T = int(self.max_iter)
-        else:
-            T = max(1, math.ceil(self.n_passes * n_u / self.batch_size))
+        T = iteration_budget(self.solver, self.max_iter, self.n_passes, n_u,
+                             self.batch_size)
         schedule = SCHEDULES[self.learning_rate]
         eta0 = float(self.eta0)
         if sgd and self.balance == "supervised":

@@ -264,6 +264,9 @@ class ExactS2AUC(_ExactAUCBase):
 
     def __init__(self, *, gamma=0.5, prior=None, lam=1e-3, kernel="rbf",
                  sigma=1.0, degree=2, coef0=1.0, max_samples=5000):
+        # scikit-learn's __init__ stores each parameter as passed; sharing
+        # QSGS2AUC's parameter names makes these the same lines, not the same
+        # logic. pylint: disable=duplicate-code
         self.gamma = gamma
         self.prior = prior
         self.lam = lam
