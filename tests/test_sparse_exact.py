@@ -62,7 +62,7 @@ def _naive_row(X, p, kernel, sigma, degree, coef0):
 def test_csr_kernel_row_matches_numpy(kernel):
     X, _, _ = _sparse_problem(n=60, d=25)
     Xs = sp.csr_matrix(X)
-    (indptr, indices, data, l1, colptr, rowidx, colval), sqnorm = csr_points(Xs)
+    (indptr, indices, data, l1, colptr, rowidx, colval, _), sqnorm = csr_points(Xs)
     code = KERNEL_CODES[kernel]
     out = np.full(X.shape[0], np.nan)
     for p in (0, 7, 31):  # row 7 is all zero
@@ -79,7 +79,7 @@ def test_csr_kernel_row_of_an_outside_vector_with_negative_values():
     X = sp.random(30, 12, density=0.3, random_state=5, format="csr")
     X.data -= 0.5
     v = rng.normal(size=12) * (rng.random(12) < 0.5)
-    (_, _, _, l1, colptr, rowidx, colval), sqnorm = csr_points(X)
+    (_, _, _, l1, colptr, rowidx, colval, _), sqnorm = csr_points(X)
     nz = np.flatnonzero(v)
     for kernel in KERNELS:
         out = np.empty(30)
@@ -101,6 +101,20 @@ def test_kernel_problem_rows_sparse_equal_dense(kernel):
     for p in (0, 7, 49, 50):  # 50: the balancing example x_0 (Eq. 1.15)
         np.testing.assert_allclose(sparse.row(p), dense.row(p), rtol=1e-12,
                                    atol=1e-14)
+
+
+def test_kernel_problem_rows_permutation_reads_sparse_in_place():
+    """Base point p = row rows[p]: the same rows as a reordered copy."""
+    X, _, _ = _sparse_problem(n=50, d=20)
+    order = np.random.default_rng(2).permutation(50)
+    Xs = sp.csr_matrix(X)
+    ref = KernelProblem(X[order], 0, 0.7, 2, 1.0, 1.0, np.arange(20, 50))
+    kp = KernelProblem(Xs, 0, 0.7, 2, 1.0, 1.0, np.arange(20, 50), order)
+    assert np.shares_memory(kp.points[2], Xs.data)  # no copy of the rows
+    for p in (0, 13, 49, 50):
+        np.testing.assert_allclose(kp.row(p), ref.row(p), rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match="permutation"):
+        KernelProblem(Xs, 0, 0.7, 2, 1.0, 1.0, None, np.zeros(50, int))
 
 
 def test_decision_values_mixed_layouts():
@@ -147,7 +161,7 @@ def test_dense_sparse_agreement(kernel, which):
 
 @pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
 def test_fit_accepts_csr_csc_coo_identically(fmt):
-    X, y_semi, y = _sparse_problem()
+    X, y_semi, _ = _sparse_problem()
     ref = CCCPTSVM(C=3.0, sigma=0.7).fit(sp.csr_matrix(X), y_semi)
     est = CCCPTSVM(C=3.0, sigma=0.7).fit(sp.csr_matrix(X).asformat(fmt), y_semi)
     np.testing.assert_array_equal(est.decision_function(X),

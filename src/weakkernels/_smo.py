@@ -179,10 +179,10 @@ def _point_row(X, p, sqnorm, code, sigma, degree, coef0, out):
     """Kernel row of training point ``p`` against every row of ``X`` (compiled only).
 
     ``X`` is a dense 2-D array or the sparse tuple ``(indptr, indices, data,
-    l1, colptr, rowidx, colval)`` of :func:`csr_points` (the rows as CSR and
-    as CSC); numba picks the implementation from the type, so every solver
-    function below is compiled once per layout and the kernel cache is the
-    same for both.
+    l1, colptr, rowidx, colval, rowmap)`` of :func:`csr_points` (the rows as
+    CSR, read through ``rowmap``, and as CSC); numba picks the implementation
+    from the type, so every solver function below is compiled once per layout
+    and the kernel cache is the same for both.
     """
     raise NotImplementedError("only callable from numba-compiled code")
 
@@ -195,9 +195,10 @@ def _point_row_impl(X, p, sqnorm, code, sigma, degree, coef0, out):
         return dense
 
     def sparse(X, p, sqnorm, code, sigma, degree, coef0, out):
-        indptr, indices, data, l1, colptr, rowidx, colval = X
-        a = indptr[p]
-        b = indptr[p + 1]
+        indptr, indices, data, l1, colptr, rowidx, colval, rowmap = X
+        r = rowmap[p]
+        a = indptr[r]
+        b = indptr[r + 1]
         _csr_kernel_row(indices[a:b], data[a:b], sqnorm[p], l1[p], colptr, rowidx,
                         colval, sqnorm, l1, code, sigma, degree, coef0, out)
     return sparse
@@ -678,9 +679,15 @@ def _csr_norms(X):
     return sq.astype(np.float64), l1.astype(np.float64)
 
 
-def csr_points(X):
+def csr_points(X, rows=None):
     """The sparse layout the numba kernels read: ``((indptr, indices, data, l1,
-    colptr, rowidx, colval), sqnorm)``.
+    colptr, rowidx, colval, rowmap), sqnorm)``.
+
+    Base point ``p`` is row ``rowmap[p]`` of ``X`` (``rows``, a permutation of
+    the rows; identity by default), so a caller that orders its points (labeled
+    first) needs no reordered copy of ``X``: ``indptr/indices/data`` are
+    ``X``'s own arrays, and the CSC index, ``l1`` and ``sqnorm`` are in
+    base-point order.
 
     ``X`` must be CSR in canonical format (sorted indices, no duplicates: what
     :func:`weakkernels._validation.validate_semi_supervised` returns); its
@@ -698,14 +705,24 @@ def csr_points(X):
     indptr = np.ascontiguousarray(X.indptr, dtype=itype)
     indices = np.ascontiguousarray(X.indices, dtype=itype)
     data = np.ascontiguousarray(X.data, dtype=np.float64)
-    Xc = X.tocsc()  # scipy sorts the row indices of each column
-    if not Xc.has_sorted_indices:
-        Xc.sort_indices()
+    n = X.shape[0]
+    if rows is None:
+        rowmap = np.arange(n, dtype=itype)
+    else:
+        rowmap = np.ascontiguousarray(rows, dtype=itype)
+        if rowmap.shape != (n,) or not np.array_equal(np.sort(rowmap),
+                                                      np.arange(n)):
+            raise ValueError("rows must be a permutation of the rows of X")
+    inverse = np.empty(n, dtype=itype)
+    inverse[rowmap] = np.arange(n, dtype=itype)
+    Xc = X.tocsc()
     colptr = np.ascontiguousarray(Xc.indptr, dtype=itype)
-    rowidx = np.ascontiguousarray(Xc.indices, dtype=itype)
-    colval = np.ascontiguousarray(Xc.data, dtype=np.float64)
+    rowidx = inverse[Xc.indices]  # base-point numbers (order within a column
+    colval = np.ascontiguousarray(Xc.data, dtype=np.float64)  # is irrelevant)
+    del Xc
     sqnorm, l1 = _csr_norms(X)
-    return (indptr, indices, data, l1, colptr, rowidx, colval), sqnorm
+    return (indptr, indices, data, l1, colptr, rowidx, colval, rowmap), (
+        sqnorm[rowmap])
 
 
 def cache_rows(cache_size: float, m: int) -> int:
@@ -719,8 +736,10 @@ class KernelProblem:
 
     CCCP solves several dual problems over the same base points; keeping one
     cache across them means later iterations mostly hit rows computed earlier.
-    ``extra_mean_idx`` (indices into ``X``) adds the virtual balancing example
-    ``x_0`` of Eq. 1.15 as the last base point.
+    ``extra_mean_idx`` (base-point indices) adds the virtual balancing example
+    ``x_0`` of Eq. 1.15 as the last base point. ``rows`` (a permutation of the
+    rows of ``X``) makes base point ``p`` the row ``rows[p]``; sparse ``X`` is
+    then read in place (no reordered copy), dense ``X`` is reordered once.
     """
 
     X: np.ndarray
@@ -730,14 +749,17 @@ class KernelProblem:
     coef0: float
     cache_size: float
     extra_mean_idx: np.ndarray | None = None
+    rows: np.ndarray | None = None
 
     def __post_init__(self):
         if sp.issparse(self.X):
             # rows stay sparse (text, RCV1: paper 004 Sec. 1.6.2.1); the kernels
             # read CSR rows and a CSC inverted index
             self.X = sp.csr_matrix(self.X)
-            self.points, self.sqnorm = csr_points(self.X)
+            self.points, self.sqnorm = csr_points(self.X, self.rows)
         else:
+            if self.rows is not None:
+                self.X = self.X[self.rows]
             self.X = np.ascontiguousarray(self.X, dtype=np.float64)
             self.sqnorm = np.einsum("ij,ij->i", self.X, self.X)
             self.points = self.X
@@ -838,7 +860,7 @@ def decision_values(Z, SV, coef, intercept, code, sigma, degree, coef0):
         if Z.shape[1] != SV.shape[1]:
             raise ValueError(f"Z has {Z.shape[1]} features, SV {SV.shape[1]}")
         Zc = _as_canonical_csr(Z)
-        (_, _, _, sv_l1, colptr, rowidx, colval), sv_sq = csr_points(
+        (_, _, _, sv_l1, colptr, rowidx, colval, _), sv_sq = csr_points(
             _as_canonical_csr(SV))
         z_ptr = np.ascontiguousarray(Zc.indptr, dtype=np.int64)
         z_idx = np.ascontiguousarray(Zc.indices, dtype=np.int64)

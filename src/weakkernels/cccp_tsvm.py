@@ -198,7 +198,7 @@ class _CCCPBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
     per class -- one-vs-rest -- otherwise).
     """
 
-    def _kernel_problem(self, X, extra_mean_idx=None):
+    def _kernel_problem(self, X, extra_mean_idx=None, rows=None):
         return KernelProblem(
             X,
             KERNEL_CODES[self.kernel],
@@ -207,6 +207,7 @@ class _CCCPBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
             float(self.coef0),
             float(self.cache_size),
             extra_mean_idx,
+            rows,
         )
 
     def _check_numerics(self, X, C, c_name):
@@ -249,8 +250,8 @@ class _CCCPBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
         support = np.flatnonzero(np.any(coefs != 0.0, axis=0))
         self.support_ = support
         # CSR rows of a sparse X stay a CSR matrix (never densified); row
-        # indexing of a CSR matrix already copies
-        self.support_vectors_ = X[support] if sp.issparse(X) else X[support].copy()
+        # indexing copies (dense and CSR), so no second copy
+        self.support_vectors_ = X[support]
         self.dual_coef_ = coefs[:, support]
         self.intercept_ = np.asarray(intercepts, dtype=np.float64)
         self.n_support_ = np.count_nonzero(coefs, axis=1).astype(np.int64)
@@ -736,11 +737,13 @@ class CCCPTSVM(_CCCPBase):
         L, U = lab.size, unl.size
         # Base points: labeled first, then unlabeled, then (virtually) x_0.
         order = np.concatenate([lab, unl])
-        Xb = X[order]
         y_enc = np.searchsorted(classes, y[lab])
-        kp = self._kernel_problem(
-            Xb, np.arange(L, L + U) if self.balance else None
-        )
+        mean_idx = np.arange(L, L + U) if self.balance else None
+        if sp.issparse(X):
+            # sparse rows are read in place through `order`: no reordered copy
+            kp = self._kernel_problem(X, mean_idx, rows=order)
+        else:
+            kp = self._kernel_problem(X[order], mean_idx)
         C = float(self.C)
         C_star = float(C_star)
         self.C_star_ = C_star
@@ -804,7 +807,7 @@ class CCCPTSVM(_CCCPBase):
         f_train = [
             np.concatenate([fl, fu]) for fl, fu in zip(f_lab, f_unl, strict=True)
         ]
-        del kp, Xb  # free the kernel cache and the reordered rows first
+        del kp  # free the kernel cache (and reordered dense rows) first
         self._store_solution(X, coefs, intercepts, f_lab, y_enc, curves, n_iters,
                              hit_cap, f_train)
         transduction = y.copy()
