@@ -52,13 +52,13 @@ unlabeled = test). sigma = 1 / (d Var X) (scikit-learn's gamma="scale").
 
 Usage (BEFORE, old code in a worktree)::
 
-    NUMBA_NUM_THREADS=1 PYTHONPATH=/tmp/wk-base/src \\
+    NUMBA_NUM_THREADS=1 PYTHONPATH=<old worktree>/src \\
         .venv/bin/python benchmarks/convergence.py --out benchmarks/results/convergence
 
 AFTER (new API; C in sum units, deterministic solver: final numbers only)::
 
     NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/convergence.py \\
-        --out /tmp/conv-after --extra-kwargs '{"solver": "lbfgs"}'
+        --out <dir> --extra-kwargs '{"solver": "lbfgs"}'
 
 The data mirror is found next to the repository (``../shared/data/raw``) or via
 the environment variable ``WK_DATA_MIRROR``.

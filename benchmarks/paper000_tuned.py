@@ -12,10 +12,10 @@ git worktree whose params.yaml differs from the default in four places:
 
 Every row gets the same tuning budget (tune.n_trials, 200 validation labels).
 
-    .venv/bin/python benchmarks/paper000_tuned.py setup /tmp/p000   # worktree
-    R=$PWD; cd /tmp/p000/main && WK_PYTHON=$R/.venv/bin/python \
+    .venv/bin/python benchmarks/paper000_tuned.py setup <dir>   # worktree <dir>/main
+    R=$PWD; cd <dir>/main && WK_PYTHON=$R/.venv/bin/python \
       PYTHONPATH=$PWD/src $R/.venv/bin/dvc repro     # the worktree's code
-    cd $R && .venv/bin/python benchmarks/paper000_tuned.py table /tmp/p000/main
+    cd $R && .venv/bin/python benchmarks/paper000_tuned.py table <dir>/main
 
 ``table`` reads test errors from ``results/predictions/*.npz`` and fit times
 from the run's MLflow store, so it works on a run whose slowest fits were

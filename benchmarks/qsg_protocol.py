@@ -253,7 +253,7 @@ def main(argv=None):
                     help="only the step-schedule ablation on cod-rna")
     ap.add_argument("--iterations", action="store_true",
                     help="only the longer-run check on ijcnn1")
-    ap.add_argument("--out", default="/tmp/qsg_protocol.json")
+    ap.add_argument("--out", default="qsg_protocol.json")
     args = ap.parse_args(argv)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
