@@ -423,11 +423,15 @@ def test_threshold_and_proba():
     # Platt fitted on labeled points: proba increases with the score
     order = np.argsort(q.decision_function(X))
     assert np.all(np.diff(P[order, 1]) >= -1e-12)
-    assert q.score(X, y) == pytest.approx(roc_auc_score(y, q.decision_function(X)))
-    # score ignores unlabeled samples
-    assert q.score(X, ys) == pytest.approx(
-        roc_auc_score(ys[ys != -1], q.decision_function(X[ys != -1]))
+    assert q.auc(X, y) == pytest.approx(roc_auc_score(y, q.decision_function(X)))
+    # auc and score ignore unlabeled samples; score is accuracy (scikit-learn's
+    # meaning of a classifier's score)
+    lab = ys != -1
+    assert q.auc(X, ys) == pytest.approx(
+        roc_auc_score(ys[lab], q.decision_function(X[lab]))
     )
+    assert q.score(X, y) == pytest.approx(np.mean(q.predict(X) == y))
+    assert q.score(X, ys) == pytest.approx(np.mean(q.predict(X[lab]) == ys[lab]))
 
 
 def test_prior_none_uses_labeled_fraction_and_warns_when_imprecise():
@@ -539,7 +543,7 @@ def test_clear_errors():
     with pytest.raises(ValueError, match="features"):
         est.predict(X[:, :2])
     with pytest.raises(ValueError, match="both classes"):
-        est.score(X, np.where(y == 1, 1, -1))
+        est.auc(X, np.where(y == 1, 1, -1))
     with pytest.raises(FloatingPointError, match="diverged"), np.errstate(all="ignore"):
         QSGS2AUC(**{**FAST, "eta0": 1e6, "t0": 0.0, "lam": 1e-8,
                     "dtype": "float64", "max_iter": 300}, solver="sgd").fit(X, ys)

@@ -355,6 +355,8 @@ def test_qsg_s2auc_score_on_sparse_rows():
     for fmt in ("csr", "csc", "coo"):
         assert est.score(X.asformat(fmt), y_eval) == pytest.approx(
             est.score(X.toarray(), y_eval), abs=1e-12)
+        assert est.auc(X.asformat(fmt), y_eval) == pytest.approx(
+            est.auc(X.toarray(), y_eval), abs=1e-12)
 
 
 def test_sparse_multiclass_one_vs_rest():

@@ -231,25 +231,41 @@ class _AUCRankerMixin:
         p = platt_proba(self.decision_function(X), *self.platt_)
         return np.column_stack([1.0 - p, p])
 
-    def score(self, X, y, sample_weight=None):
-        """AUC of ``decision_function`` on the labeled samples of ``(X, y)``.
-
-        Samples with ``y == -1`` are ignored; both classes must be present.
-        """
+    def _labeled(self, X, y, sample_weight):
+        """The labeled rows of ``(X, y)`` (``y == -1`` dropped), checked."""
         check_is_fitted(self)
         y = np.asarray(y)
         lab = y != UNLABELED
         yl = y[lab]
-        if yl.size == 0 or np.unique(yl).size < 2:
-            raise ValueError("score (AUC) needs labeled samples of both classes.")
         unknown = np.setdiff1d(np.unique(yl), self.classes_)
         if unknown.size:
             raise ValueError(f"y holds labels {unknown.tolist()} not in classes_.")
         # sparse X: the labeled rows, still sparse (COO cannot be indexed)
         X = sp.csr_matrix(X)[np.flatnonzero(lab)] if sp.issparse(X) else (
             np.asarray(X)[lab])
-        f = self.decision_function(X)
         sw = None if sample_weight is None else np.asarray(sample_weight)[lab]
+        return X, yl, sw
+
+    def score(self, X, y, sample_weight=None):
+        """Accuracy of :meth:`predict` on the labeled samples of ``(X, y)``
+        (``y == -1`` ignored) -- scikit-learn's ``score`` for a classifier.
+
+        The AUC, the quantity this estimator optimizes, is :meth:`auc`, or
+        ``sklearn.metrics.get_scorer("roc_auc")`` on labeled data.
+        """
+        X, yl, sw = self._labeled(X, y, sample_weight)
+        if yl.size == 0:
+            raise ValueError("score needs labeled samples (y != -1).")
+        return float(np.average(self.predict(X) == yl, weights=sw))
+
+    def auc(self, X, y, sample_weight=None):
+        """AUC of ``decision_function`` on the labeled samples of ``(X, y)``
+        (Eq. (3) of paper 003 estimated on them; ``y == -1`` ignored, both
+        classes needed)."""
+        X, yl, sw = self._labeled(X, y, sample_weight)
+        if yl.size == 0 or np.unique(yl).size < 2:
+            raise ValueError("auc needs labeled samples of both classes.")
+        f = self.decision_function(X)
         return float(roc_auc_score(yl == self.classes_[1], f, sample_weight=sw))
 
     def __sklearn_tags__(self):
