@@ -33,6 +33,7 @@ Run (peers built first)::
     nice python benchmarks/sparse_text.py --splits 4 \
         --out benchmarks/results/sparse_text
     nice python benchmarks/sparse_text.py --kernel-rows   # the three row strategies
+    nice python benchmarks/sparse_text.py --profile       # SMO vs kernel rows
 
 The data mirror: ``$WEAKKERNELS_DATA`` or ``../shared/data/raw`` beside the
 clone (as ``benchmarks/_cccp_common.py``).
@@ -282,7 +283,7 @@ def kernel_rows():
                             rowidx, colval, sqnorm, l1, 0, sigma, 3, 1.0, out)
 
     X, _, _ = load_text()
-    (indptr, indices, data, l1, colptr, rowidx, colval), sqnorm = csr_points(X)
+    (indptr, indices, data, l1, colptr, rowidx, colval, _), sqnorm = csr_points(X)
     out = np.empty(X.shape[0])
     work = np.zeros(X.shape[1])
     runs = {
@@ -309,6 +310,41 @@ def kernel_rows():
     return rows
 
 
+def profile(split=0):
+    """Where one sparse fit's time goes: SMO solves vs the kernel set-up."""
+    from weakkernels import CCCPTSVM, _smo
+
+    X, y, splits = load_text()
+    lab, unl = splits[split]
+    y_semi = np.full(y.size, -1)
+    y_semi[lab] = (y[lab] > 0).astype(int)
+    params = dict(C=C, C_star=C, sigma=GAMMA, s=S, tol=TOL, cache_size=CACHE_MB)
+    CCCPTSVM(**params).fit(X, y_semi)  # warm-up
+    solve = _smo.KernelProblem.solve
+    acc = {"s": 0.0, "iters": 0, "solves": 0}
+
+    def timed_solve(self, *a, **k):
+        t0 = time.perf_counter()
+        out = solve(self, *a, **k)
+        acc["s"] += time.perf_counter() - t0
+        acc["iters"] += out[3]
+        acc["solves"] += 1
+        return out
+
+    _smo.KernelProblem.solve = timed_solve
+    t0 = time.perf_counter()
+    CCCPTSVM(**params).fit(X, y_semi)
+    total = time.perf_counter() - t0
+    _smo.KernelProblem.solve = solve
+    t0 = time.perf_counter()
+    _smo.KernelProblem(X, 0, GAMMA, 3, 1.0, CACHE_MB, np.arange(lab.size, y.size),
+                       np.r_[lab, unl])
+    setup = time.perf_counter() - t0
+    print(f"fit {total:.3f} s: {acc['solves']} SMO solves {acc['s']:.3f} s "
+          f"({acc['iters']} SMO iterations); kernel set-up with the x_0 column "
+          f"({unl.size} kernel rows) {setup:.3f} s")
+
+
 # --------------------------------------------------------------------------
 # main
 # --------------------------------------------------------------------------
@@ -321,14 +357,20 @@ def main():
                     help="fits per split for ours (median)")
     ap.add_argument("--dense-splits", type=int, default=None,
                     help="splits for ours-dense (default: all; it is slow)")
+    ap.add_argument("--methods", default="ours-sparse,ours-dense,universvm,svmlight",
+                    help="comma-separated subset of the four methods")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--kernel-rows", action="store_true")
+    ap.add_argument("--profile", action="store_true")
     ap.add_argument("--child", default=None)
     ap.add_argument("--split", type=int, default=0)
     ap.add_argument("--c-star", default="C", choices=["C", "LU"])
     args = ap.parse_args()
     if args.child:
         child(args.child, args.split, args.c_star, args.repeats)
+        return
+    if args.profile:
+        profile(args.split)
         return
     if args.kernel_rows:
         rows = kernel_rows()
@@ -355,6 +397,8 @@ def main():
                     ("svmlight", "C"), ("ours-sparse", "LU"), ("universvm", "LU")]
             for name, cs in jobs:
                 if name == "ours-dense" and k >= n_dense:
+                    continue
+                if name not in args.methods.split(","):
                     continue
                 if name.startswith("ours"):
                     res = run_ours(name, k, cs,
