@@ -3,7 +3,8 @@
 ``data/prepared/<name>.npz`` holds ``X`` (scaled per ``prepare.scale``), the
 scaling ``scale_lo`` / ``scale_span``, ``y`` (int64 in ``0..K-1``), ``classes``
 and, where shipped, the official splits; ``<out>/summary.json`` records shapes
-and counts (:mod:`weakkernels.pipeline.preparation`).
+and counts.  A sparse LIBSVM set (``prepare.sparse``) keeps its CSR ``X`` in
+``<name>.X.npz``, scaled by max |x| (:mod:`weakkernels.pipeline.preparation`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     params = load_params(args.params)
     summary = prepare(params["data"]["datasets"], args.raw, args.out,
-                      scale=params["prepare"]["scale"])
+                      **params["prepare"])
     for name, s in summary.items():
         print(f"{name}: n={s['n']} d={s['d']} counts={s['class_counts']}")
     return 0

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from _pipeline import params as repo_params
 from weakkernels.pipeline import datasets as ds
 from weakkernels.pipeline.splits import (
     eval_labels,
@@ -165,7 +166,7 @@ def test_prepare_g50c_official_splits(tmp_path):
                                retries=1, timeout=10.0, use_network=False,
                                allow_unverified=False, progress=False)
     summary = stage("prepare").prepare(["g50c"], tmp_path / "raw",
-                                       tmp_path / "prep", scale="minmax")
+                                       tmp_path / "prep", **repo_params()["prepare"])
     assert summary["g50c"] == {"n": 550, "d": 50, "classes": [-1.0, 1.0],
                                "class_counts": [275, 275], "official_splits": 10,
                                "scale": "minmax"}

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from _pipeline import params as repo_params
 from weakkernels.pipeline import datasets as ds
 from weakkernels.pipeline.preparation import prepare
 from weakkernels.pipeline.synthetic import (
@@ -103,7 +104,7 @@ def test_registered_in_pipeline_download_and_prepare(tmp_path):
     np.testing.assert_array_equal(raw.X[-10:], Xr)
 
     summary = prepare(["synthetic_susy_100k"], tmp_path / "raw",
-                      tmp_path / "prepared", scale="minmax")
+                      tmp_path / "prepared", **repo_params()["prepare"])
     assert summary["synthetic_susy_100k"]["n"] == 100_000
     assert summary["synthetic_susy_100k"]["d"] == 18
     assert summary["synthetic_susy_100k"]["classes"] == [0.0, 1.0]

@@ -39,8 +39,7 @@ def benchmark(dataset: str, model: str, n_unlabeled: list[int], seeds: list[int]
     work = Path(workdir)
     raw = Path(root) / "data" / "raw"
     download_section([dataset], raw, params["download"], root)
-    prepare([dataset], raw, work / "prepared",
-            scale=params["prepare"]["scale"])
+    prepare([dataset], raw, work / "prepared", **params["prepare"])
     split_cfg = copy.deepcopy(params["split"])
     split_cfg["seeds"] = sorted({tune_seed, *seeds})
     is_su = MODELS[model].task == "su"

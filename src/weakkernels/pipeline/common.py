@@ -7,10 +7,11 @@ import os
 from pathlib import Path
 
 import numpy as np
+from scipy import sparse
 
 from weakkernels.pipeline.registry import MODELS
 from weakkernels.pipeline.splits import fit_arrays, resolve
-from weakkernels.pipeline.storage import load_npz
+from weakkernels.pipeline.storage import load_npz, load_sparse_npz
 
 __all__ = [
     "fixed_params",
@@ -50,7 +51,13 @@ def split_path(splits_dir: str | os.PathLike, dataset: str, kind: str, seed: int
 
 
 def load_prepared(prepared_dir, dataset: str) -> dict[str, np.ndarray]:
-    return load_npz(prepared_path(prepared_dir, dataset))
+    """The ``prepare`` stage's arrays; ``X`` is CSR for a sparse set (its
+    ``<dataset>.X.npz``, see :mod:`weakkernels.pipeline.preparation`)."""
+    data = load_npz(prepared_path(prepared_dir, dataset))
+    csr = Path(prepared_dir) / f"{dataset}.X.npz"
+    if "X" not in data and csr.exists():
+        data["X"] = load_sparse_npz(csr)
+    return data
 
 
 def load_split(splits_dir, dataset: str, kind: str, seed: int) -> dict[str, np.ndarray]:
@@ -71,7 +78,7 @@ def fit_data(model: str, X, y, split, n_unlabeled: int):
     """
     sp = resolve(split, n_unlabeled)
     X_fit, y_fit = fit_arrays(X, y, sp)
-    var = float(X_fit.var()) * X_fit.shape[1]
+    var = _variance(X_fit) * X_fit.shape[1]
     sigma_scale = 1.0 / var if var > 0 else 1.0
     if MODELS[model].labeled_only:
         keep = y_fit != -1
@@ -87,6 +94,17 @@ def fit_data(model: str, X, y, split, n_unlabeled: int):
         y_lab = y_fit[y_fit != -1]
         prior = float(np.mean(y_lab == 1)) if len(y_lab) else None
     return sp, X_fit, y_fit, n_l, prior, sigma_scale
+
+
+def _variance(X) -> float:
+    """Variance of all entries of ``X``; a CSR matrix is not densified."""
+    if not sparse.issparse(X):
+        return float(X.var())
+    n = X.shape[0] * X.shape[1]
+    if n == 0:
+        return 0.0
+    mean = X.sum() / n
+    return float(max(X.multiply(X).sum() / n - mean * mean, 0.0))
 
 
 def fixed_params(models_cfg: dict, model: str, dataset: str) -> dict:

@@ -88,7 +88,7 @@ class DatasetSpec:
 class RawData:
     """Parsed dataset: features, upstream labels, optional official splits."""
 
-    X: np.ndarray
+    X: np.ndarray  # scipy.sparse CSR when load_raw(..., keep_sparse=True) reads LIBSVM
     y: np.ndarray
     split_labeled: np.ndarray | None = None  # (n_splits, n_l), 0-based indices
     split_unlabeled: np.ndarray | None = None  # (n_splits, n_u), 0-based indices
@@ -468,14 +468,15 @@ def _parse_text_matrix(fh, sep: str | None) -> np.ndarray:
     return df.to_numpy(dtype=np.float64)
 
 
-def _parse_dense_or_libsvm(fh, n_features: int | None = None) -> tuple:
+def _parse_dense_or_libsvm(fh, n_features: int | None = None,
+                           keep_sparse: bool = False) -> tuple:
     data = fh.read()
     first = data.split(b"\n", 1)[0]
     if b":" in first:  # LIBSVM "label i:v ..." form (the upstream cod-rna file)
         from sklearn.datasets import load_svmlight_file
 
         X, y = load_svmlight_file(io.BytesIO(data), n_features=n_features)
-        return X.toarray(), y
+        return (X.tocsr() if keep_sparse else X.toarray()), y
     arr = np.loadtxt(io.BytesIO(data), dtype=np.float64, ndmin=2)
     return arr[:, 1:], arr[:, 0]
 
@@ -492,8 +493,14 @@ def _dense(a) -> np.ndarray:
     return np.asarray(a.toarray() if sp.issparse(a) else a, dtype=np.float64)
 
 
-def load_raw(name: str, raw_dir: str | os.PathLike, **options) -> RawData:
-    """Parse dataset ``name`` from ``raw_dir`` (the download stage's output)."""
+def load_raw(name: str, raw_dir: str | os.PathLike, *, keep_sparse: bool = False,
+             **options) -> RawData:
+    """Parse dataset ``name`` from ``raw_dir`` (the download stage's output).
+
+    ``keep_sparse``: LIBSVM-format files give a CSR ``X`` (float64) instead of a
+    dense array (the ``prepare`` stage decides later whether to keep it sparse);
+    every other format is dense either way.
+    """
     spec = DATASETS[name]
     if spec.parser == "synthetic":  # float32 memmap: no copy until prepare scales
         X, y = open_synthetic(Path(raw_dir) / spec.dir)
@@ -502,7 +509,7 @@ def load_raw(name: str, raw_dir: str | os.PathLike, **options) -> RawData:
     if spec.parser == "dense_txt":
         (fh,) = opened
         with fh:
-            X, y = _parse_dense_or_libsvm(fh)
+            X, y = _parse_dense_or_libsvm(fh, keep_sparse=keep_sparse)
         return RawData(X, y)
     if spec.parser == "libsvm":
         from sklearn.datasets import load_svmlight_files
@@ -516,6 +523,11 @@ def load_raw(name: str, raw_dir: str | os.PathLike, **options) -> RawData:
             for h in handles:
                 h.close()
         Xs, ys = parts[0::2], parts[1::2]
+        if keep_sparse:
+            import scipy.sparse as sp
+
+            X = sp.vstack(Xs, format="csr", dtype=np.float64)
+            return RawData(X, np.concatenate(ys))
         return RawData(np.vstack([_dense(x) for x in Xs]), np.concatenate(ys))
     if spec.parser == "uci_skin":
         (fh,) = opened

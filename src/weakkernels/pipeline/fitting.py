@@ -142,7 +142,9 @@ def train(pairs, best, prepared_dir, splits_dir, models_dir, pred_dir, cfg,
                 f"remove them from models.fixed or rerun tune")
         data = load_prepared(prepared_dir, dataset)
         X, y = data["X"], data["y"]
-        scaler = (data["scale_lo"], data["scale_span"]) if "scale_lo" in data \
+        # (lo, span, kind): kind is maxabs for a sparse (CSR) set, else minmax
+        scaler = (data["scale_lo"], data["scale_span"],
+                  str(data.get("scale_kind", "minmax"))) if "scale_lo" in data \
             else None
         kind = split_kind(model)
         first = load_split(splits_dir, dataset, kind, seeds[0])
@@ -219,7 +221,10 @@ def _train_seed(model, dataset, X, y, kind, splits_dir, models_dir, pred_dir, n_
             if MODELS[model].ours:
                 mlflow.log_artifact(str(model_path), artifact_path="model_file")
                 if cfg["log_pyfunc"]:
-                    info = log_pyfunc(model_path, out["X_example"], scaler=scaler)
+                    lo_span, kind = (scaler[:2], scaler[2]) if scaler \
+                        else (None, "minmax")
+                    info = log_pyfunc(model_path, out["X_example"], scaler=lo_span,
+                                      scale_kind=kind)
                     rec["pyfunc_uri"] = info.model_uri
         return rec
     finally:

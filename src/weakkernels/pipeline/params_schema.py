@@ -110,7 +110,12 @@ SCHEMA: dict[str, Any] = {
         "timeout": T("float", min=0),
         "allow_unverified": T("bool"),
     },
-    "prepare": {"scale": T("str", choices=("minmax", "none"))},
+    # scale: minmax (dense sets; a sparse set gets maxabs instead, which keeps
+    # zeros zero), maxabs or none.  sparse: auto keeps a LIBSVM set CSR when
+    # its stored density nnz / (n d) is below sparse_density; always / never.
+    "prepare": {"scale": T("str", choices=("minmax", "maxabs", "none")),
+                "sparse": T("str", choices=("auto", "always", "never")),
+                "sparse_density": T("float", min=0)},
     "split": {
         "seeds": T("int", list_of=True),
         "official": T("str", list_of=True),

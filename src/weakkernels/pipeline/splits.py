@@ -24,6 +24,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+from scipy.sparse import issparse
 
 __all__ = [
     "fit_arrays",
@@ -194,6 +195,13 @@ def resolve(split: dict[str, np.ndarray], n_unlabeled: int) -> dict[str, np.ndar
     return out
 
 
+def _stack_rows(X, first: np.ndarray, then: np.ndarray):
+    """Rows ``first`` then rows ``then`` of ``X``; CSR stays CSR."""
+    if issparse(X):
+        return X[np.concatenate([first, then])].tocsr()
+    return np.concatenate([X[first], X[then]])
+
+
 def fit_arrays(
     X: np.ndarray, y: np.ndarray, split: dict[str, np.ndarray]
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -205,13 +213,13 @@ def fit_arrays(
     if "pairs" in split:
         s_idx = split["pairs"].ravel()
         u_idx = split["unlabeled"]
-        X_fit = np.concatenate([X[s_idx], X[u_idx]])
+        X_fit = _stack_rows(X, s_idx, u_idx)
         y_fit = np.concatenate(
             [np.ones(len(s_idx), dtype=np.int64), -np.ones(len(u_idx), dtype=np.int64)]
         )
         return X_fit, y_fit
     l_idx, u_idx = split["labeled"], split["unlabeled"]
-    X_fit = np.concatenate([X[l_idx], X[u_idx]])
+    X_fit = _stack_rows(X, l_idx, u_idx)
     y_fit = np.concatenate(
         [np.asarray(y[l_idx], dtype=np.int64), -np.ones(len(u_idx), dtype=np.int64)]
     )

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from weakkernels._artifact import _jsonable
 
@@ -27,8 +28,10 @@ __all__ = [
     "atomic_write_text",
     "canonical_hash",
     "load_npz",
+    "load_sparse_npz",
     "repo_root",
     "save_npz",
+    "save_sparse_npz",
     "sha256_file",
 ]
 
@@ -102,6 +105,27 @@ def save_npz(path: str | os.PathLike, **arrays: np.ndarray) -> Path:
 def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
     with np.load(path, allow_pickle=False) as data:
         return {k: data[k] for k in data.files}
+
+
+def save_sparse_npz(path: str | os.PathLike, X) -> Path:
+    """Atomically write a CSR matrix in ``scipy.sparse.save_npz``'s layout.
+
+    The members are scipy's (``data``, ``indices``, ``indptr``, ``format``,
+    ``shape``), so :func:`scipy.sparse.load_npz` reads the file; it is written
+    through :func:`save_npz` rather than by scipy because ``np.savez`` stamps
+    the current time into the zip and DVC would see a new file on every run.
+    """
+    X = sp.csr_matrix(X, copy=True)
+    X.sum_duplicates()  # canonical form: sorted indices, no duplicates
+    return save_npz(path, indices=X.indices, indptr=X.indptr,
+                    format=np.array(b"csr"), shape=np.array(X.shape),
+                    data=X.data)
+
+
+def load_sparse_npz(path: str | os.PathLike):
+    """Read a :func:`save_sparse_npz` file as a CSR matrix (``scipy.sparse``;
+    no pickles: scipy loads it with ``allow_pickle=False``)."""
+    return sp.load_npz(path).tocsr()
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:

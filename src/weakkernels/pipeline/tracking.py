@@ -167,40 +167,62 @@ def log_params_flat(params: dict, prefix: str = "") -> None:
         mlflow.log_params({k: str(v)[:6000] for k, v in flat.items()})
 
 
-def log_pyfunc(model_file: str | os.PathLike, X_example: np.ndarray, name="model",
-               scaler: tuple[np.ndarray, np.ndarray] | None = None):
+def log_pyfunc(model_file: str | os.PathLike, X_example, name="model",
+               scaler: tuple[np.ndarray, np.ndarray] | None = None,
+               scale_kind: str = "minmax"):
     """Log ``model_file`` as an MLflow pyfunc model with signature and example.
 
-    ``scaler = (lo, span)``: the ``prepare`` stage's min-max scaling; it is
-    stored beside the model and applied by the served model, which then takes
-    raw rows (``X_example`` holds *scaled* rows and is logged unscaled).
+    ``scaler = (lo, span)``: the ``prepare`` stage's scaling (``scale_kind``
+    ``minmax``, or ``maxabs`` for a sparse set); it is stored beside the model
+    and applied by the served model, which then takes raw rows (``X_example``
+    holds *scaled* rows and is logged unscaled).
     The model is logged from code (:mod:`weakkernels.pipeline.pyfunc_model`),
     so no pickle is written, and the signature is declared, not inferred.
+
+    A sparse ``X_example`` (a CSR set, possibly ~47k columns) is never
+    densified: the signature is one float64 tensor ``(-1, d)`` -- MLflow then
+    accepts a DataFrame, an array or a CSR/CSC matrix -- and the example is the
+    sparse rows themselves, which MLflow stores in its sparse JSON form.  A
+    dense example keeps one named column per feature.
     """
     import json
     import tempfile
 
     import mlflow
     import pandas as pd
+    import scipy.sparse as sp
     from mlflow.models import ModelSignature
-    from mlflow.types import ColSpec, Schema
+    from mlflow.types import ColSpec, Schema, TensorSpec
 
     from weakkernels.pipeline import pyfunc_model
 
-    X_example = np.asarray(X_example, dtype=np.float64)
-    cols = [f"x{i}" for i in range(X_example.shape[1])]
+    sparse = sp.issparse(X_example)
+    X_example = sp.csr_matrix(X_example, dtype=np.float64) if sparse \
+        else np.asarray(X_example, dtype=np.float64)
+    n_features = X_example.shape[1]
+    cols = [f"x{i}" for i in range(n_features)]
     artifacts = {"model_file": str(model_file)}
     with tempfile.TemporaryDirectory() as tmp:
         if scaler is not None:
             lo, span = (np.asarray(a, dtype=np.float64) for a in scaler)
-            X_example = X_example * span + lo  # back to raw feature values
+            if sparse:  # maxabs: lo = 0, only the stored entries move
+                X_example = X_example.copy()
+                X_example.data = X_example.data * span[X_example.indices]
+            else:
+                X_example = X_example * span + lo  # back to raw feature values
             path = Path(tmp) / "scaler.json"
             atomic_write_text(path, json.dumps({"lo": lo.tolist(),
-                                                "span": span.tolist()}))
+                                                "span": span.tolist(),
+                                                "kind": scale_kind}))
             artifacts["scaler"] = str(path)
-        example = pd.DataFrame(X_example, columns=cols)
+        if sparse:
+            example = X_example
+            inputs = Schema([TensorSpec(np.dtype(np.float64), (-1, n_features))])
+        else:
+            example = pd.DataFrame(X_example, columns=cols)
+            inputs = Schema([ColSpec("double", c) for c in cols])
         signature = ModelSignature(
-            inputs=Schema([ColSpec("double", c) for c in cols]),
+            inputs=inputs,
             outputs=Schema([ColSpec("long", "label"), ColSpec("double", "score")]))
         reqs = [f"{d}=={_version(d)}" for d in ("numpy", "scipy", "scikit-learn",
                                                  "numba", "pandas")]
