@@ -20,7 +20,8 @@ for path in sys.argv[1:]:
     print(f"## {path}\n")
     for (ds, nu), ms in cells.items():
         print(f"**{ds}, n_u = {nu}**\n")
-        print("| row | test error % | fit CPU s | fit wall s | x CPU vs CCCP C*=C n_l/n_u | x CPU vs CCCP C*=C |")
+        print("| row | test error % | fit CPU s | fit wall s "
+              "| x CPU vs CCCP C*=C n_l/n_u | x CPU vs CCCP C*=C |")
         print("|---|---:|---:|---:|---:|---:|")
         med = {}
         for m, rs in ms.items():
@@ -42,8 +43,10 @@ for path in sys.argv[1:]:
             for c in CCCP:
                 if m not in CCCP and c in med and med[c][0] is not None:
                     x = med[c][3] / cpu if cpu > 0 else None
-                    rat.append("-" if x is None else f"{x:.0f}x" if x >= 10 else f"{x:.2g}x")
+                    rat.append("-" if x is None else
+                               f"{x:.0f}x" if x >= 10 else f"{x:.2g}x")
                 else:
                     rat.append("")
-            print(f"| {m} | {e:.2f}{rng} | {cpu:.3g} | {wall:.3g} | {rat[0]} | {rat[1]} |")
+            print(f"| {m} | {e:.2f}{rng} | {cpu:.3g} | {wall:.3g} "
+                  f"| {rat[0]} | {rat[1]} |")
         print()
