@@ -443,7 +443,7 @@ def pipeline_cases() -> list[Case]:
                 lambda p: p.update(train=[1, 2]), r"train: expected a mapping")
     params_case("params_bad_choice", "params.yaml value outside its choices",
                 lambda p: p["prepare"].update(scale="zscore"),
-                r"prepare\.scale: expected one of \['minmax', 'none'\]")
+                r"prepare\.scale: expected one of \['minmax', 'maxabs', 'none'\]")
     params_case("params_dataset", "a dataset name not in the manifest (g50)",
                 lambda p: p["data"].update(datasets=["g50"]),
                 r"'g50' is not in the dataset manifest \(did you mean 'g50c'\?\)")

@@ -234,7 +234,9 @@ def test_logged_pyfunc_accepts_csr_input(trained, monkeypatch):
 
     (X_raw, _, _, tmp), (run,) = trained
     mlflow.set_tracking_uri(f"sqlite:///{tmp}/mlflow.db")
-    mlflow.set_experiment("sparse")
+    # an explicit artifact location: the default is ./mlruns in the cwd
+    mlflow.set_experiment(experiment_id=mlflow.create_experiment(
+        "sparse", artifact_location=(tmp / "art").as_uri()))
     main = load_npz(tmp / "prep" / "tiny_sparse.npz")
     X = load_prepared(tmp / "prep", "tiny_sparse")["X"]
     with mlflow.start_run():

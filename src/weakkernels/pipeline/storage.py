@@ -111,9 +111,9 @@ def save_sparse_npz(path: str | os.PathLike, X) -> Path:
     """Atomically write a CSR matrix in ``scipy.sparse.save_npz``'s layout.
 
     The members are scipy's (``data``, ``indices``, ``indptr``, ``format``,
-    ``shape``), so :func:`scipy.sparse.load_npz` reads the file; it is written
-    through :func:`save_npz` rather than by scipy because ``np.savez`` stamps
-    the current time into the zip and DVC would see a new file on every run.
+    ``shape``), so :func:`scipy.sparse.load_npz` reads the file. It goes
+    through this module's atomic ``.npz`` writer, not scipy's, whose zip
+    members carry the current time: DVC would see a new file on every run.
     """
     X = sp.csr_matrix(X, copy=True)
     X.sum_duplicates()  # canonical form: sorted indices, no duplicates
