@@ -119,18 +119,8 @@ def _fill_fourier_block(seed, block, code, sigma, W, phase):
     RBF: ``omega ~ N(0, 2 sigma I)``; Laplacian: ``omega_k ~ Cauchy(0, sigma)``
     (paper 000 Sec. 3.2, Rahimi & Recht 2007).
     """
-    d, B = W.shape
-    kw = _stream_key(seed, block, 0)
-    kb = _stream_key(seed, block, 1)
-    std = math.sqrt(2.0 * sigma)
-    for j in range(B):
-        for k in range(d):
-            c = j * d + k
-            if code == 0:
-                W[k, j] = std * _normal(kw, c)
-            else:
-                W[k, j] = sigma * math.tan(math.pi * (_uniform(kw, c) - 0.5))
-        phase[j] = _TWO_PI * _uniform(kb, j)
+    d = W.shape[0]
+    _fill_fourier_rows(seed, block, code, sigma, d, np.arange(d), W, phase)
 
 
 @njit(cache=True)
