@@ -1,16 +1,8 @@
-"""One reproducible benchmark run: dataset x model x unlabeled sizes x seeds.
+"""Logic of ``pipelines/benchmark.py``: one reproducible benchmark run.
 
 Runs the same stage functions as ``dvc repro`` (download, prepare, split, tune,
 train, evaluate) for a single model and dataset in a work directory, all logged
-under one MLflow parent run (the project run under ``mlflow run . -e
-benchmark``).  Hyper-parameters come from a fresh Optuna study of ``--n-trials``
-trials on split ``--tune-seed`` (validation protocol of the tune stage); with
-``--n-trials 0`` the pipeline's ``results/tune/best_params.json`` is used.
-
-Example::
-
-    python pipelines/benchmark.py --dataset cod-rna --model cccp_tsvm \\
-        --n-unlabeled 1000,4000 --seeds 1,2,3
+under one MLflow parent run; the script's docstring gives the command line.
 """
 
 from __future__ import annotations
