@@ -426,6 +426,40 @@ def test_balancing_bias_mean_and_quantile_constraints():
     np.testing.assert_allclose(((g + b) > 0).mean(axis=0), [0.3, 0.6], atol=2e-3)
 
 
+def test_balancing_bias_clipped_matches_a_root_finder():
+    """code 4: mean clip(g + b, -1, 1) = r, against scipy's brentq per column."""
+    from scipy.optimize import brentq
+
+    from weakkernels.tsgs3vm import balancing_bias
+
+    rng = np.random.default_rng(1)
+    g = np.c_[rng.normal(-2.0, 3.0, 800), rng.uniform(-0.5, 0.5, 800)]
+    r = np.array([-0.8, 0.25])
+    b = balancing_bias(4, g, r)
+    for k in range(2):
+        ref = brentq(lambda t, gk=g[:, k], rk=r[k]: np.clip(gk + t, -1, 1).mean() - rk,
+                     -20.0, 20.0, xtol=1e-14)
+        assert b[k] == pytest.approx(ref, abs=1e-10)
+    # small outputs (|g + b| < 1 everywhere): the plain mean constraint
+    np.testing.assert_allclose(b[1], balancing_bias(1, g, r)[1], atol=1e-12)
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
+def test_clipped_balance_holds_on_the_returned_machine(solver):
+    """The default balance="clipped" holds mean_U clip(f, -1, 1) = mean_L y on
+    the fitted model's own unlabeled outputs; at C = 30 the outputs saturate,
+    so it is not the plain mean constraint."""
+    X, y, _ = two_gaussians(n=300, d=4, n_labeled=30, seed=23)
+    lab = y != -1
+    r = np.mean(np.where(y[lab] == 1, 1.0, -1.0))
+    kw = {"max_iter": 40, "batch_size": 64} if solver == "sgd" else {}
+    est = TSGS3VM(C=30.0, solver=solver, random_state=0, dtype="float64",
+                  **kw).fit(X, y)
+    f = est.decision_function(X[~lab])
+    np.testing.assert_allclose(np.clip(f, -1, 1).mean(), r, atol=1e-8)
+    assert abs(f.mean() - r) > 1e-2
+
+
 def test_predict_on_a_memmap_is_row_chunked_and_matches(tmp_path):
     X, y, _ = two_gaussians(n=300, d=5, n_labeled=20, seed=16)
     est = TSGS3VM(**FAST).fit(X, y)
@@ -554,13 +588,16 @@ def test_lbfgs_anneal_stages_and_callback():
     assert len(seen) == len(est.objective_curve_) == 3  # C* stages 0, .1, 1
     assert [t for t, _ in seen] == sorted(t for t, _ in seen)
     np.testing.assert_array_equal(seen[-1][1], est.decision_function(X[:3]))
-    no_anneal = TSGS3VM(anneal=0, **FAST_LBFGS).fit(X, y)
+    no_anneal = TSGS3VM(anneal=0, balance="mean", **FAST_LBFGS).fit(X, y)
     assert len(no_anneal.objective_curve_) == 1
+    # an anchored balance needs the supervised stage to anchor on
+    anchored = TSGS3VM(anneal=0, **FAST_LBFGS).fit(X, y)
+    assert len(anchored.objective_curve_) == 2
 
 
 def test_mean_balance_holds_exactly_on_the_unlabeled_points():
     X, y, _ = two_gaussians(n=300, d=4, n_labeled=30, seed=23)
-    est = TSGS3VM(C=3.0, random_state=0, dtype="float64").fit(X, y)
+    est = TSGS3VM(C=3.0, balance="mean", random_state=0, dtype="float64").fit(X, y)
     lab = y != -1
     r = np.mean(np.where(y[lab] == 1, 1.0, -1.0))
     np.testing.assert_allclose(est.decision_function(X[~lab]).mean(), r, atol=1e-8)

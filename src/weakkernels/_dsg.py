@@ -354,10 +354,11 @@ class Problem:
         the bias is ``balance(f_B)`` computed from the outputs on set
         ``balance_set`` (SGD) or, for ``solver="lbfgs"``, the mean constraint
         ``mean_B f = balance_target`` held exactly by centering the features on
-        set B (paper 004 Eq. 1.13). ``balance_target="supervised"`` (L-BFGS
-        only): the target is ``mean_B f`` of the first stage's solution (C* = 0,
-        fitted with a free bias), so the unlabeled mean output stays where the
-        supervised machine put it.
+        set B (paper 004 Eq. 1.13). ``balance_target`` a callable
+        ``target(f_B) -> (K,)`` (L-BFGS only): an *anchored* constraint; the
+        first stage (C* = 0) is fitted with a free bias, every later stage
+        holds ``mean_B f = target(f_B)`` of the outputs it starts from, and the
+        returned machine is shifted to hold it on its own outputs.
     uses : callable ``uses(w) -> list of bool`` or None
         Which sets the loss reads at annealing weight ``w`` (None: all). The
         L-BFGS solver skips the others' products (e.g. the unlabeled set while
@@ -543,10 +544,10 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
             Psi.append(P)
     D = Psi[0].shape[1]
     balance = problem.intercept == "balance"
-    # "supervised" anchors the balance on the supervised machine: the first
-    # stage (C* = 0) runs with a free bias, and the later stages hold the
-    # unlabeled mean output where that machine put it (see Problem).
-    anchored = balance and isinstance(problem.balance_target, str)
+    # an anchored balance (see Problem) starts from the supervised machine:
+    # the first stage (C* = 0) runs with a free bias, the later ones hold
+    # mean_B f at the target computed from the outputs they start from.
+    anchored = balance and callable(problem.balance_target)
     state = {"center": balance and not anchored, "free": problem.intercept == "free"
              or anchored, "mu": np.zeros(D, dtype=dtype), "b": np.zeros(K)}
     if state["center"]:
@@ -580,16 +581,21 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
     curve, n_iter = [], 0
     with blas_single_thread():
         for w in stages:
-            if anchored and w > 0 and state["free"]:
-                # switch to the anchored constraint: mean_B f = its value now;
-                # f = (P - mu) v + target equals the current P v + b exactly,
-                # so the warm start is the same function
+            if anchored and w > 0:
+                # (re-)anchor the constraint on the current outputs on B:
+                # mean_B f = balance_target(f_B). The first time, switch from
+                # the free bias to centred features (f = (P - mu) v + target
+                # is the current P v + b shifted by target - mean_B f).
                 v, b = unpack(z)
-                B = Psi[problem.balance_set]
-                target = (B @ v.astype(dtype)).astype(np.float64).mean(axis=0) + b
-                _center(Psi, problem.balance_set, state, target)
-                state["free"] = False
-                z = z[: D * K].copy()
+                fB = (Psi[problem.balance_set] @ v.astype(dtype)).astype(
+                    np.float64) + b
+                target = problem.balance_target(fB)
+                if state["free"]:
+                    _center(Psi, problem.balance_set, state, target)
+                    state["free"] = False
+                    z = z[: D * K].copy()
+                else:
+                    state["b"] = np.asarray(target, dtype=np.float64)
             g0 = np.abs(objective(z, w)[1]).max()
             res = minimize(
                 objective, z, args=(w,), jac=True, method="L-BFGS-B",
@@ -603,6 +609,12 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
             check_divergence(v, "C (the problem is too badly scaled)")
             _set_primal(model, v, n_blocks, norm, W, second)
             intercept = b - state["mu"].astype(np.float64) @ v
+            if anchored and w == stages[-1]:
+                # the returned machine holds its anchor too (a no-op for
+                # "supervised"; for "clipped" it re-balances the final outputs)
+                fB = (Psi[problem.balance_set] @ v.astype(dtype)).astype(
+                    np.float64) + b
+                intercept = intercept + problem.balance_target(fB) - fB.mean(axis=0)
             if monitor is not None:
                 monitor(n_iter, model, intercept)
     return Expansion(model, intercept, n_iter, curve)
