@@ -13,6 +13,7 @@ git worktree whose params.yaml differs from the default in four places:
 Every row gets the same tuning budget (tune.n_trials, 200 validation labels).
 
     .venv/bin/python benchmarks/paper000_tuned.py setup <dir>   # worktree <dir>/main
+        [--datasets w8a --models svc tsgs3vm ...]  # a part of the run
     R=$PWD; cd <dir>/main && WK_PYTHON=$R/.venv/bin/python \
       PYTHONPATH=$PWD/src $R/.venv/bin/dvc repro     # the worktree's code
     cd $R && .venv/bin/python benchmarks/paper000_tuned.py table <dir>/main
@@ -43,8 +44,10 @@ OVERRIDES = (
 MODELS = "[svc, tsgs3vm, tsgs3vm_sgd, frs3vm, cccp_tsvm]"
 
 
-def setup(out: Path) -> None:
-    """A worktree of HEAD at ``out/main`` with the data mirror beside it."""
+def setup(out: Path, datasets=None, models=None) -> None:
+    """A worktree of HEAD at ``out/main`` with the data mirror beside it
+    (``datasets`` / ``models``: lists replacing the defaults above, to split
+    the run, e.g. w8a without its hour-long CCCP-TSVM fits)."""
     out.mkdir(parents=True, exist_ok=True)
     subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q",
                     str(out / "main"), "HEAD"], check=True)
@@ -53,13 +56,17 @@ def setup(out: Path) -> None:
         shared.symlink_to((ROOT.parent / "shared").resolve())
     params = out / "main" / "params.yaml"
     text = params.read_text()
-    for old, new in OVERRIDES:
+    overrides = list(OVERRIDES)
+    if datasets:
+        overrides[0] = (OVERRIDES[0][0], f"datasets: [{', '.join(datasets)}]")
+    for old, new in overrides:
         if old not in text:
             raise SystemExit(f"params.yaml no longer holds {old!r}: update OVERRIDES")
         text = text.replace(old, new)
     start = text.index("  names: [")
     end = text.index("]", start) + 1
-    text = text[:start] + f"  names: {MODELS}" + text[end:]
+    names = f"[{', '.join(models)}]" if models else MODELS
+    text = text[:start] + f"  names: {names}" + text[end:]
     params.write_text(text)
     print(f"worktree ready: {out / 'main'}")
 
@@ -83,7 +90,9 @@ def table(run: Path) -> None:
       where m.key = 'fit_time_s'"""
     for model, ds, nu, v in con.execute(q):
         fit[(ds, int(nu), model)].append(v)
-    models = MODELS.strip("[]").split(", ")
+    import yaml
+
+    models = yaml.safe_load(Path("params.yaml").read_text())["models"]["names"]
     for ds in sorted({k[0] for k in err}):
         for nu in sorted({k[1] for k in err if k[0] == ds}):
             ys = [np.load(f)["y_test"] for f in sorted(
@@ -109,10 +118,16 @@ def table(run: Path) -> None:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("setup").add_argument("out", type=Path)
+    p = sub.add_parser("setup")
+    p.add_argument("out", type=Path)
+    p.add_argument("--datasets", nargs="+")
+    p.add_argument("--models", nargs="+")
     sub.add_parser("table").add_argument("run", type=Path)
     args = ap.parse_args(argv)
-    setup(args.out) if args.cmd == "setup" else table(args.run)
+    if args.cmd == "setup":
+        setup(args.out, args.datasets, args.models)
+    else:
+        table(args.run)
 
 
 if __name__ == "__main__":
