@@ -136,6 +136,23 @@ def test_warm_start_projection_is_feasible(seed):
     np.testing.assert_array_equal(out1[:-1], np.clip(alpha, A, B))
 
 
+def test_warm_start_projection_survives_rounding_at_the_bound():
+    """alpha - (alpha - A) rounds to one ulp below A for these values; the
+    projection must still land inside the box (a ramp_svm tune trial failed
+    with "starting alpha violates the box constraints" on such a case)."""
+    from weakkernels.cccp_tsvm import _make_feasible
+
+    a, lo = 2.8709830748868335, -6.919079950592624
+    assert a - (a - lo) < lo  # the rounding this test is about
+    A, B = np.array([lo, -1.0]), np.array([5.0, 20.0])
+    # sum = a + 20 exceeds the first variable's room a - lo: it gives all of
+    # it, alpha_0 - (alpha_0 - A_0), and the second the rest
+    alpha = np.array([a, 20.0])
+    out = _make_feasible(alpha, A, B, np.zeros(2, dtype=bool))
+    assert np.all(out >= A) and np.all(out <= B)
+    assert abs(out.sum()) < 1e-9 * (abs(a) + 20.0)
+
+
 # ---------------------------------------------------------------- CCCPTSVM
 
 

@@ -90,7 +90,9 @@ def _make_feasible(alpha, A, B, free):
     room = alpha - A if excess > 0 else B - alpha
     cum = np.cumsum(room)
     take = np.clip(abs(excess) - (cum - room), 0.0, room)
-    alpha = alpha - np.sign(excess) * take
+    # clip again: alpha - (alpha - A) can round to one ulp below A, which the
+    # SMO's feasibility check rejects (seen in a tune trial of ramp_svm)
+    alpha = np.clip(alpha - np.sign(excess) * take, A, B)
     if abs(alpha.sum()) > 1e-9 * max(1.0, abs(excess)):
         # Cannot happen for CCCP boxes (alpha = 0 is always feasible); fall back.
         alpha = np.zeros_like(alpha)
