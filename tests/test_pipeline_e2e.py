@@ -90,7 +90,9 @@ def test_metrics_files_hold_sane_values(project):
     root, params = project["root"], project["params"]
     test = json.loads((root / "results/timings/summary.json").read_text())
     tune = json.loads((root / "results/tune/val_loss.json").read_text())
-    su_models = [m for m in params["models"]["names"] if m == "tsgsu"]
+    from weakkernels.pipeline.registry import MODELS
+
+    su_models = [m for m in params["models"]["names"] if MODELS[m].task == "su"]
     for model in params["models"]["names"]:
         datasets = ["cod-rna"] if model in su_models else ["g50c", "cod-rna"]
         for ds in datasets:

@@ -67,6 +67,20 @@ def test_headline_is_small_and_skips_flagged_models():
     assert head["cod-rna"]["ours"] == pytest.approx(min(ours), abs=1e-4)
 
 
+def test_headline_counts_the_papers_peers_with_the_baselines():
+    """s2auc_exact / pnu_auc / susl are saved like our models but are the
+    papers' baselines: a peer better than everything else is ``base``."""
+    _, summary = _fake(np.random.default_rng(0))
+    for peer in ("s2auc_exact", "pnu_auc"):
+        summary[peer] = {"cod-rna": {"nu2000": {
+            "n_seeds": 2, "degenerate": False, "test_error_mean": 0.001,
+            "test_error_std": 0.0, "fit_time_s_mean": 1.0,
+            "predict_time_s_mean": 0.01}}}
+    head = headline(summary)
+    assert head["cod-rna"]["base"] == pytest.approx(0.001)
+    assert head["cod-rna"]["ours"] > 0.01
+
+
 def test_summary_has_a_table_per_size_and_flags_with_footnotes():
     _, summary = _fake(np.random.default_rng(1))
     md = summary_table(summary)

@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 
 from weakkernels._artifact import load as load_model
+from weakkernels.baselines.auc import PNUAUC, ExactS2AUC
+from weakkernels.baselines.su import SUSL
 from weakkernels.cccp_tsvm import CCCPTSVM, RampSVM
 from weakkernels.qsg_s2auc import QSGS2AUC
 from weakkernels.tsgs3vm import FRS3VM, TSGS3VM
@@ -68,6 +70,8 @@ class ModelSpec:
     callback: bool = False  # supports callback(estimator, n_iter)
     labeled_only: bool = False  # fits on the labeled rows only (baselines)
     ours: bool = False  # has to_bytes()/save() and loads with weakkernels.load
+    peer: bool = False  # a paper's baseline built here: saved like ours, but
+    #                     counted with the baselines in the headline metrics
     defaults: dict = field(default_factory=dict)
 
 
@@ -182,6 +186,24 @@ MODELS: dict[str, ModelSpec] = {
         "tsgsu", "su", _ours(TSGSU),
         {"sigma_rel": _SIGMA, "lam": _LAM},
         callback=True, ours=True),
+    # The exact-kernel peers of the two stochastic solvers above, on the same
+    # splits with the same tuning budget: SUSL (Bao et al.'s closed-form SU
+    # learner, paper 002's baseline; n_centers in params.yaml), the exact
+    # minimizer of QSG-S2AUC's objective (paper 003 Eq. 8-9) and PNU-AUC
+    # (Sakai et al., paper 003's baseline; its trade-off eta in [-1, 1] as
+    # paper 003 searches it). Same sigma_rel / lam ranges as their
+    # stochastic counterparts.
+    "susl": ModelSpec(
+        "susl", "su", _ours(SUSL, callback=False),
+        {"sigma_rel": _SIGMA, "lam": _LAM}, ours=True, peer=True),
+    "s2auc_exact": ModelSpec(
+        "s2auc_exact", "auc", _ours(ExactS2AUC, callback=False),
+        {"gamma": ("float", 0.0, 1.0, False), "sigma_rel": _SIGMA, "lam": _LAM},
+        ours=True, peer=True),
+    "pnu_auc": ModelSpec(
+        "pnu_auc", "auc", _ours(PNUAUC, callback=False),
+        {"eta": ("float", -1.0, 1.0, False), "sigma_rel": _SIGMA, "lam": _LAM},
+        ours=True, peer=True),
     "cccp_tsvm": ModelSpec(
         "cccp_tsvm", "ssl", _ours(CCCPTSVM, c_star=True, callback=False),
         {"C": _C, "c_star_scale": ("float", 0.1, 10.0, True),
