@@ -265,7 +265,7 @@ def test_every_ssl_model_fits_and_scores_csr_rows():
     y01 = (y > 0).astype(np.int64)
     y_fit = np.r_[y01[:40], -np.ones(160, np.int64)]
     sensible = {"C": 10.0, "sigma_rel": 1.0, "eta0": 0.1, "c_star_scale": 1.0,
-                "lam": 1e-4, "gamma": 0.5, "s": -0.3, "threshold": 0.8,
+                "lam": 1e-4, "gamma": 0.5, "eta": 0.0, "s": -0.3, "threshold": 0.8,
                 "n_neighbors": 7, "alpha": 0.2}
     for name, spec in MODELS.items():
         if spec.task == "su":

@@ -15,6 +15,7 @@ import scipy.sparse as sp
 
 from weakkernels import FRS3VM, QSGS2AUC, TSGS3VM, TSGSU, load
 from weakkernels._dsg import resolve_sigma
+from weakkernels.baselines.auc import PNUAUC, ExactS2AUC
 from weakkernels.baselines.su import CUU, SUSL
 from weakkernels.class_prior import estimate_class_prior
 from weakkernels.pipeline.synthetic import make_rcv1_like
@@ -435,3 +436,38 @@ def test_make_rcv1_like_labels_are_learnable_from_the_sparse_rows():
 def test_make_rcv1_like_refuses_bad_density():
     with pytest.raises(ValueError, match="density"):
         make_rcv1_like(10, 10, 1.5)
+
+
+@pytest.mark.filterwarnings("ignore:prior=None")
+@pytest.mark.parametrize("cls", [ExactS2AUC, PNUAUC])
+def test_exact_auc_peers_take_sparse_input_densified(cls, tmp_path):
+    """The exact-kernel AUC peers (pipeline models s2auc_exact, pnu_auc) take
+    CSR/CSC/COO rows and densify them: the same model as a dense fit, and a
+    model file that loads and predicts on sparse rows."""
+    est, X, y = _data(lambda: cls(lam=1e-3))
+    Xd = X.toarray()
+    a = cls(lam=1e-3).fit(Xd, y).decision_function(Xd)
+    est.fit(X, y)
+    for fmt in ("csr", "csc", "coo"):
+        np.testing.assert_allclose(est.decision_function(X.asformat(fmt)), a,
+                                   rtol=1e-10, atol=1e-10)
+    assert np.abs(a).max() > 1e-3
+    path = tmp_path / "m.wk"
+    est.save(path)
+    np.testing.assert_array_equal(load(path).decision_function(X),
+                                  est.decision_function(X))
+
+
+def test_exact_auc_peers_refuse_a_dense_copy_over_budget_and_predict_in_blocks(
+        monkeypatch):
+    import weakkernels.baselines.auc as auc
+
+    est, X, y = _data(lambda: ExactS2AUC(lam=1e-3))
+    est.fit(X, y)
+    ref = est.decision_function(X.toarray())
+    # a block of 7 rows at a time: the same values as one dense product
+    monkeypatch.setattr(auc, "_DENSE_ENTRIES", 7 * X.shape[1])
+    np.testing.assert_allclose(est.decision_function(X), ref, rtol=1e-12,
+                               atol=1e-12)
+    with pytest.raises(ValueError, match="dense"):
+        ExactS2AUC(lam=1e-3).fit(X, y)

@@ -586,5 +586,5 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True  # the exact-kernel baselines stay dense
+        tags.input_tags.sparse = True
         return tags

@@ -28,6 +28,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
@@ -82,8 +83,29 @@ def pairwise_square_closed_form(K, sets, terms, lam):
     return scipy.linalg.solve(DK, e, check_finite=False)
 
 
+# A sparse training set is densified (the closed form is O(n^3) in time and
+# O(n^2) in memory anyway, n <= max_samples); its dense copy is capped here.
+_DENSE_ENTRIES = 1 << 25
+
+
+def _dense_training_rows(X):
+    """CSR training rows as a dense array, or a ValueError naming the cost."""
+    n, d = X.shape
+    if n * d > _DENSE_ENTRIES:
+        raise ValueError(
+            f"the exact-kernel AUC baselines hold their training rows dense: "
+            f"{n} x {d} = {n * d} entries > {_DENSE_ENTRIES} "
+            f"({_DENSE_ENTRIES * 8 >> 20} MiB). Subsample the rows, reduce the "
+            "features, or use QSGS2AUC, which keeps CSR input sparse.")
+    return X.toarray()
+
+
 class _ExactAUCBase(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
-    """Exact-kernel pairwise square-loss AUC by :func:`pairwise_square_closed_form`."""
+    """Exact-kernel pairwise square-loss AUC by :func:`pairwise_square_closed_form`.
+
+    Sparse ``X`` is accepted and densified (training rows up to 2^25 entries;
+    prediction a block of rows at a time): the closed form is O(n^3) anyway.
+    """
 
     _parameter_constraints = {
         **KERNEL_CONSTRAINTS,
@@ -102,8 +124,10 @@ class _ExactAUCBase(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimat
         """Fit on labeled and unlabeled samples (``y == -1`` unlabeled); two
         labeled classes, ``classes_[1]`` positive."""
         X, y, labeled, classes = validate_semi_supervised(
-            self, X, y, require_unlabeled=False
+            self, X, y, require_unlabeled=False, accept_sparse=True
         )
+        if sp.issparse(X):
+            X = _dense_training_rows(X)
         self.classes_ = classes
         pos, neg = self._split_classes(
             y, labeled, classes, require_unlabeled=self._require_unlabeled
@@ -140,8 +164,19 @@ class _ExactAUCBase(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimat
     def decision_function(self, X):
         """``sum_i theta_i k(x_i, x) - threshold_`` over the training points."""
         check_is_fitted(self)
-        X = validate_predict(self, X)
-        return self._kernel(X, self.X_fit_) @ self.coef_ - self.threshold_
+        X = validate_predict(self, X, accept_sparse=True)
+        if not sp.issparse(X):
+            return self._kernel(X, self.X_fit_) @ self.coef_ - self.threshold_
+        # CSR rows are densified a block at a time: any number of test rows
+        step = max(1, _DENSE_ENTRIES // max(1, X.shape[1]))
+        return np.concatenate([
+            self._kernel(X[r:r + step].toarray(), self.X_fit_) @ self.coef_
+            for r in range(0, X.shape[0], step)]) - self.threshold_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # densified (see _dense_training_rows)
+        return tags
 
     def _artifact_state(self):
         meta = {"prior": self.prior_, "threshold": self.threshold_,
