@@ -14,8 +14,9 @@ randomness, Eq. (5)-(6) -- and applies the update rule Eq. (7) (Algorithm 1);
 prediction regenerates the features from their seeds (Algorithm 2).
 
 Two options from the S3VM literature are added (see the class docstring): the
-balancing constraint of Collobert et al. (paper 004 Eq. 1.13) and an annealing of
-C*. Both are on by default because they win on the benchmarks (BENCHMARKS.md);
+balancing constraint of Collobert et al. (paper 004 Eq. 1.13; by default on
+outputs clipped to the margin, ``balance="clipped"``) and an annealing of C*.
+Both are on by default because they win on the benchmarks (BENCHMARKS.md);
 ``balance="none", anneal=0`` is the algorithm exactly as printed.
 """
 
@@ -108,7 +109,8 @@ def unlabeled_loss_grad(name: str, f: np.ndarray, s: float = -0.3) -> np.ndarray
     raise ValueError(f"unknown unlabeled loss {name!r}")
 
 
-# balance option -> code: 0 off, 1 mean constraint, 2 quantile constraint
+# balance option -> code: 0 off, 1 mean constraint, 2 quantile constraint,
+# 3 mean anchored on the supervised stage, 4 mean of the clipped outputs
 _BALANCE = {False: 0, "none": 0, True: 1, "mean": 1, "quantile": 2,
             "supervised": 3, "clipped": 4}
 
