@@ -21,7 +21,9 @@ flag and its reason go into the summary, the report and MLflow
 (``degenerate=true``, ``degenerate_reason``).
 
 The same values go to MLflow with the ``test_`` prefix: per seed into the seed
-run, means into the model x dataset x n_unlabeled run.
+run, means into the model x dataset x n_unlabeled run, and the comparison (each
+model's mean test error / AUC per dataset, :func:`parent_metrics`) into the
+``train`` parent run.
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ from weakkernels.pipeline.common import load_prepared
 from weakkernels.pipeline.registry import MODELS, load_model, scores
 from weakkernels.pipeline.storage import load_npz
 
-__all__ = ["check_reloads", "degenerate_reason", "evaluate", "headline",
-           "log_to_mlflow", "summary_lines",
+__all__ = ["check_reloads", "comparison_size", "degenerate_reason", "evaluate",
+           "headline", "log_to_mlflow", "parent_metrics", "summary_lines",
            "test_metrics"]
 
 
@@ -69,6 +71,42 @@ def degenerate_reason(y_true, y_pred) -> str | None:
     return None
 
 
+def _datasets(summary: dict) -> list[str]:
+    return sorted({ds for by_ds in summary.values() for ds in by_ds})
+
+
+def comparison_size(summary: dict, dataset: str) -> tuple[str, list[str]]:
+    """``(nu<n>, models)``: the unlabeled size most models of ``dataset`` share
+    (ties: the largest) and the models that ran at it."""
+    sizes: dict[str, list[str]] = {}
+    for model, by_ds in summary.items():
+        for nu in by_ds.get(dataset, {}):
+            sizes.setdefault(nu, []).append(model)
+    nu = max(sizes, key=lambda k: (len(sizes[k]), int(k[2:])))
+    return nu, sizes[nu]
+
+
+def parent_metrics(summary: dict) -> dict[str, float]:
+    """The comparison in one row: per dataset, each model's mean test error
+    (``test_error.<dataset>.<model>``) and AUC (``test_auc.<dataset>.<model>``)
+    at the comparison size, and the headline's best of ours / of the baselines
+    (``test_error.<dataset>.ours`` / ``.base``).  Logged into the ``train``
+    parent run, whose row in the MLflow UI then compares every model without
+    expanding its children."""
+    out: dict[str, float] = {}
+    for ds in _datasets(summary):
+        nu, models = comparison_size(summary, ds)
+        for m in models:
+            for key in ("test_error", "test_auc"):
+                if f"{key}_mean" in summary[m][ds][nu]:
+                    out[f"{key}.{ds}.{m}"] = summary[m][ds][nu][f"{key}_mean"]
+    for ds, entry in headline(summary).items():
+        for group in ("ours", "base"):
+            if group in entry:
+                out[f"test_error.{ds}.{group}"] = entry[group]
+    return out
+
+
 def headline(summary: dict) -> dict:
     """Per dataset: best mean test error of our models (``ours``) / of the
     baselines and the papers' peers (``base``) at the unlabeled size most
@@ -77,16 +115,11 @@ def headline(summary: dict) -> dict:
     entries (``flagged``).  Flagged models do not count as best.  Six numbers
     for two datasets: ``dvc metrics show`` stays within 120 columns."""
     out: dict = {}
-    datasets = sorted({ds for by_ds in summary.values() for ds in by_ds})
-    for ds in datasets:
-        sizes: dict[str, list[str]] = {}
-        for model, by_ds in summary.items():
-            for nu in by_ds.get(ds, {}):
-                sizes.setdefault(nu, []).append(model)
-        nu = max(sizes, key=lambda k: (len(sizes[k]), int(k[2:])))
+    for ds in _datasets(summary):
+        nu, models = comparison_size(summary, ds)
         entry: dict = {}
         for group, ours in (("ours", True), ("base", False)):
-            errs = [summary[m][ds][nu]["test_error_mean"] for m in sizes[nu]
+            errs = [summary[m][ds][nu]["test_error_mean"] for m in models
                     if (MODELS[m].ours and not MODELS[m].peer) == ours
                     and not summary[m][ds][nu].get("degenerate")]
             if errs:
@@ -185,6 +218,8 @@ def log_to_mlflow(per_seed, summary, parent_run_id=None) -> None:
                         best[k] = (model, e["test_error_mean"])
         for k, (model, _) in best.items():
             client.set_tag(parent_run_id, k, model)
+        client.log_batch(parent_run_id, metrics=[
+            Metric(k, float(v), now, 0) for k, v in parent_metrics(summary).items()])
 
 
 def check_reloads(per_seed: list[dict], tol: float = 1e-6) -> None:

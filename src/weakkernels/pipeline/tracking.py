@@ -29,6 +29,8 @@ from weakkernels.pipeline.storage import (
 )
 
 __all__ = [
+    "EXPERIMENT_KIND",
+    "EXPERIMENT_KIND_TAG",
     "log_pyfunc",
     "main_repo_root",
     "provenance_tags",
@@ -38,6 +40,12 @@ __all__ = [
 ]
 
 _TELEMETRY_OFF = {"MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1"}
+
+# MLflow's experiment-kind tag (read by its UI, which opens an experiment on the
+# view of its kind): without it MLflow 3 guesses, and opens a fresh experiment on
+# the GenAI overview (traces, token usage) instead of the runs table.
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+EXPERIMENT_KIND = "custom_model_development"
 
 
 def main_repo_root(root: str | os.PathLike) -> Path:
@@ -74,7 +82,9 @@ def setup_mlflow(experiment: str, root: str | os.PathLike) -> str:
     if run_id:
         # Inside `mlflow run`: the project run (in the experiment chosen on the
         # command line) becomes the parent of everything this process logs.
-        return mlflow.get_run(run_id).info.experiment_id
+        exp_id = mlflow.get_run(run_id).info.experiment_id
+        _declare_kind(exp_id)
+        return exp_id
     exp = mlflow.get_experiment_by_name(experiment)
     if exp is None:
         artifacts = (main_repo_root(root) / "mlartifacts" / experiment).as_uri()
@@ -88,8 +98,18 @@ def setup_mlflow(experiment: str, root: str | os.PathLike) -> str:
             exp_id = mlflow.get_experiment_by_name(experiment).experiment_id
     else:
         exp_id = exp.experiment_id
+    _declare_kind(exp_id)
     mlflow.set_experiment(experiment_id=exp_id)
     return exp_id
+
+
+def _declare_kind(exp_id: str) -> None:
+    """Tag the experiment as model training (once), so the UI opens on its runs."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient()
+    if client.get_experiment(exp_id).tags.get(EXPERIMENT_KIND_TAG) != EXPERIMENT_KIND:
+        client.set_experiment_tag(exp_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
 
 
 def _git(root: Path, *args: str) -> str:
