@@ -19,9 +19,12 @@ is still regenerated from its seed.
 from __future__ import annotations
 
 import math
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -208,11 +211,49 @@ SCHEDULES = {"constant": 0, "decay": 1, "fixed": 2}
 # ---------------------------------------------------------------------------
 # The one training loop of the random-feature solvers
 # ---------------------------------------------------------------------------
-# solver="lbfgs" holds the feature matrix of at most this many points per point
-# set (a seeded uniform sample of larger sets): the fit costs O(rows x features)
-# per iteration whatever n is, and the loss stays an unbiased estimate because
-# the estimators' losses are written with each set's full size.
-PRIMAL_MAX_ROWS = 4096
+# solver="lbfgs" reads every row of every point set. It solves the objective
+# first on a seeded sample of at most PRIMAL_START_ROWS rows per set (where the
+# annealing of C* runs), then on nested samples PRIMAL_GROWTH times larger,
+# each warm-started from the previous one, the last holding every row: the
+# costly full passes start close to the optimum. The losses are written with
+# each set's full size, so every level is an unbiased estimate of the same
+# objective.
+PRIMAL_START_ROWS = 4096
+PRIMAL_GROWTH = 4
+# Rows per chunk of the chunked objective: fixed, not a function of the thread
+# count, so the chunks' partial sums are added in the same order for any
+# number of threads (bit-identical models).
+PRIMAL_CHUNK_ROWS = 2048
+# The n x D feature matrix of a level is held in memory when it fits this
+# fraction of the memory available at fit time (and PRIMAL_CACHE_MAX_BYTES);
+# beyond, every product regenerates the features chunk by chunk from the
+# seeded frequencies (O(chunk x D) memory, twice the arithmetic per pass).
+PRIMAL_CACHE_FRACTION = 0.25
+PRIMAL_CACHE_MAX_BYTES = 4 << 30
+
+
+def available_memory_bytes() -> int:
+    """Memory available to this process now: ``MemAvailable`` of
+    /proc/meminfo where there is one (Linux), else the free physical pages."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 30
+
+
+def primal_cache_bytes() -> int:
+    """Bytes the L-BFGS solver may hold as cached features."""
+    return int(min(PRIMAL_CACHE_MAX_BYTES,
+                   PRIMAL_CACHE_FRACTION * available_memory_bytes()))
+
+
 # solver="lbfgs" with annealing solves these C*-fractions in turn, each from the
 # previous solution (the unlabeled loss is non-convex: a small C* first lets the
 # labeled points place the boundary, as S3VMlight, nabla-TSVM and QN-S3VM do).
@@ -246,6 +287,8 @@ def iteration_budget(solver: str, max_iter, n_passes: float, n_rows: int,
 # cod-rna (d = 8) more than 1024 buy nothing (BENCHMARKS.md, "Convergence").
 LBFGS_FEATURES = 1024
 LBFGS_MAX_FEATURES = 4096
+LBFGS_LARGE_FEATURES = 8192
+_HELD_FEATURE_BYTES = 1 << 31
 _PRIMAL_BUDGET = 1 << 22
 _FREQUENCY_BUDGET = 1 << 24
 
@@ -275,8 +318,8 @@ def default_blocks(solver: str, set_sizes, max_features, block_size: int,
                    n_features_in: int = 1) -> int:
     """Blocks of an estimator's expansion: ``max_features`` if given, else
     unbounded for ``solver="sgd"`` (new blocks every step, as the papers) and
-    :func:`primal_features` of the rows L-BFGS will hold for ``"lbfgs"``."""
-    rows = sum(min(int(n), PRIMAL_MAX_ROWS) for n in set_sizes)
+    :func:`primal_features` of all the training rows for ``"lbfgs"``."""
+    rows = sum(int(n) for n in set_sizes)
     default = (None if solver == "sgd"
                else primal_features(rows, block_size, n_features_in))
     return feature_layout(max_features, block_size, default)
@@ -284,18 +327,29 @@ def default_blocks(solver: str, set_sizes, max_features, block_size: int,
 
 def primal_features(n_rows: int, block_size: int, n_features_in: int = 1) -> int:
     """Default size ``D`` of the fixed expansion for ``n_rows`` training rows
-    (the rows :func:`fit_expansion` will hold: each set capped at
-    :data:`PRIMAL_MAX_ROWS`) of ``n_features_in`` columns, a multiple of
-    ``block_size``.
+    of ``n_features_in`` columns, a multiple of ``block_size``.
 
-    Memory model of ``solver="lbfgs"`` (compute dtype, 4 bytes in float32):
-    the feature matrix, ``n_rows x D <= 2^22`` entries above 1024 features, and
-    the frequencies, ``n_features_in x D <= 2^24`` entries above 1024 features
-    (64 MB: a 100 x 20 000 problem gets 1024 features, not 4096).
+    * Small sets (cost rule): as many features as keep the feature matrix
+      near ``2^22`` entries, between :data:`LBFGS_FEATURES` and
+      :data:`LBFGS_MAX_FEATURES` (g50c, 550 rows: 4096; 4 296 rows: 1024).
+    * Capacity that grows with the data: at least ``16 sqrt(n_rows)``
+      features (random-feature learning needs ``D ~ sqrt(n) log n`` for the
+      kernel machine's rate, Rudi & Rosasco 2017), up to
+      :data:`LBFGS_LARGE_FEATURES` and to as many as keep the n x D feature
+      matrix within 2 GiB in float32 (a constant, not the memory of the
+      machine: the default model must not depend on where it is fitted): ijcnn1
+      (50 k rows) gets 3 552, MNIST (61 k) 3 936, the peak is ~5 100 near
+      100 k rows. Beyond, the 2 GiB bound caps the arithmetic of one pass
+      (n x D entries), so D falls back to 1024 by 524 k rows: a 10^7-row set
+      streams 1024 features (set ``max_features`` to buy more).
+    * Memory of the frequencies: ``n_features_in x D <= 2^24`` entries above
+      1024 features (a 100 x 20 000 problem gets 1024, not 4096).
     """
-    D = min(LBFGS_MAX_FEATURES, _PRIMAL_BUDGET // max(n_rows, 1),
-            _FREQUENCY_BUDGET // max(n_features_in, 1))
-    D = max(LBFGS_FEATURES, D)
+    n = max(int(n_rows), 1)
+    D = max(LBFGS_FEATURES, min(LBFGS_MAX_FEATURES, _PRIMAL_BUDGET // n))
+    held = _HELD_FEATURE_BYTES // (4 * n)
+    D = max(D, min(int(16 * math.sqrt(n)), LBFGS_LARGE_FEATURES, held))
+    D = max(LBFGS_FEATURES, min(D, _FREQUENCY_BUDGET // max(n_features_in, 1)))
     return max(block_size, D // block_size * block_size)
 
 
@@ -465,8 +519,9 @@ def fit_expansion(problem: Problem, spec: FeatureSpec, *, solver: str,
     ``solver="lbfgs"``: the same objective on the fixed expansion of the first
     ``max_blocks`` seeded blocks, solved in its primal by L-BFGS (at most
     ``n_iter`` iterations per annealing stage, stopping when the projected
-    gradient is below ``tol`` times its initial size). Points per set are capped
-    at :data:`PRIMAL_MAX_ROWS` (seeded sample).
+    gradient is below ``tol`` times its initial size). Every row counts: the
+    stages run on growing nested samples up to all rows (:func:`primal_levels`),
+    the objective evaluated chunk by chunk (:class:`_PrimalSet`).
 
     ``monitor(n_iter, model, intercept)`` is called every ``monitor_every``
     SGD steps, or after each L-BFGS stage.
@@ -523,6 +578,99 @@ def _fit_sgd(problem, spec, max_blocks, T, batch_size, step, anneal, seed,
     return Expansion(model, b, T, curve)
 
 
+class _PrimalSet:
+    """The features of one point set for the chunked L-BFGS objective.
+
+    ``psi = features * norm`` of the rows ``idx`` (sorted; None: all rows) of
+    set ``s``, in chunks of :data:`PRIMAL_CHUNK_ROWS` rows. The chunks are
+    held when the level's n x D matrix fits the memory budget
+    (:func:`primal_cache_bytes`), else regenerated from the seeded
+    frequencies at every product, so memory stays O(chunk x D) whatever n is.
+    Chunk boundaries do not depend on the thread count and partial sums are
+    added in chunk order: the products are bit-identical for any number of
+    threads.
+    """
+
+    def __init__(self, problem, s, idx, spec, W, second, norm, cache, pool):
+        self.problem, self.s, self.idx = problem, s, idx
+        self.spec, self.W, self.second, self.norm = spec, W, second, norm
+        self.m = problem.sizes()[s] if idx is None else idx.size
+        self.pool = pool
+        self.starts = list(range(0, self.m, PRIMAL_CHUNK_ROWS)) or [0]
+        self.chunks = self._map(self._features) if cache else None
+
+    def _features(self, c: int) -> np.ndarray:
+        r0 = self.starts[c]
+        r1 = min(self.m, r0 + PRIMAL_CHUNK_ROWS)
+        sel = np.arange(r0, r1) if self.idx is None else self.idx[r0:r1]
+        X = self.problem.rows(self.s, sel, self.spec.dtype)
+        P = self.spec.features(X, self.W, self.second, parallel=False)
+        P *= self.norm
+        return P
+
+    def _chunk(self, c: int) -> np.ndarray:
+        return self.chunks[c] if self.chunks is not None else self._features(c)
+
+    def _map(self, fn):
+        """``[fn(c) for c in chunks]``, the chunks spread over the pool's
+        threads (numpy's GEMM and the nogil numba kernels release the GIL)."""
+        n = len(self.starts)
+        if self.pool is None or n == 1:
+            return [fn(c) for c in range(n)]
+        return list(self.pool.map(fn, range(n)))
+
+    def _sum(self, fn) -> np.ndarray:
+        """``sum_c fn(c)`` in float64, added in chunk order."""
+        parts = self._map(fn)
+        out = parts[0]
+        for p in parts[1:]:
+            out = out + p
+        return out
+
+    def forward(self, v32: np.ndarray) -> np.ndarray:
+        """``psi v`` (m, K) in float64."""
+        parts = self._map(lambda c: (self._chunk(c) @ v32).astype(np.float64))
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+    def backward(self, g: np.ndarray) -> np.ndarray:
+        """``psi^T g`` (D, K): float32 chunk products summed in float64."""
+        g32 = g.astype(self.spec.dtype)
+
+        def part(c):
+            P = self._chunk(c)
+            r0 = self.starts[c]
+            return (P.T @ g32[r0:r0 + P.shape[0]]).astype(np.float64)
+
+        return self._sum(part)
+
+    def mean(self) -> np.ndarray:
+        """Column means of ``psi`` (D,) in float64 (the balance centre)."""
+        total = self._sum(lambda c: self._chunk(c).sum(axis=0, dtype=np.float64))
+        return total / max(self.m, 1)
+
+
+def primal_levels(sizes, seed: int) -> list:
+    """The growing seeded samples of ``solver="lbfgs"``: a list of levels,
+    each a list of per-set sorted row indices (None: all rows of the set).
+
+    Level 0 holds at most :data:`PRIMAL_START_ROWS` rows of each set, every
+    next level :data:`PRIMAL_GROWTH` times more, the last one every row. The
+    samples are nested (prefixes of one seeded permutation per set), so each
+    level refines the previous level's estimate of the same objective.
+    """
+    perms = [None if n <= PRIMAL_START_ROWS else np.random.Generator(
+        np.random.Philox(key=seed + 3 + s)).permutation(n)
+        for s, n in enumerate(sizes)]
+    levels, m = [], PRIMAL_START_ROWS
+    while True:
+        level = [None if p is None or m >= n else np.sort(p[:m])
+                 for p, n in zip(perms, sizes, strict=True)]
+        levels.append(level)
+        if all(i is None for i in level):
+            return levels
+        m *= PRIMAL_GROWTH
+
+
 def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
     from scipy.optimize import minimize
 
@@ -531,104 +679,127 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
     model = FunctionalModel(spec, K, n_blocks)
     with blas_single_thread():
         W, second = spec.blocks(0, n_blocks)
-        # psi = features / sqrt(n_blocks): psi psi' approximates the kernel, so
-        # ||v||^2 is the RKHS norm of f = psi v in the random-feature space.
-        norm = dtype.type(1.0 / np.sqrt(n_blocks))
-        idx, Psi = [], []
-        for s, n in enumerate(sizes):
-            i = None if n <= PRIMAL_MAX_ROWS else seeded_sample(
-                n, PRIMAL_MAX_ROWS, seed, stream=3 + s)
-            idx.append(i)
-            P = spec.features(problem.rows(s, i, dtype), W, second)
-            P *= norm
-            Psi.append(P)
-    D = Psi[0].shape[1]
+    # psi = features / sqrt(n_blocks): psi psi' approximates the kernel, so
+    # ||v||^2 is the RKHS norm of f = psi v in the random-feature space.
+    norm = dtype.type(1.0 / np.sqrt(n_blocks))
+    D = W.shape[-1]
+    levels = primal_levels(sizes, seed)
+    budget = primal_cache_bytes()
     balance = problem.intercept == "balance"
     # an anchored balance (see Problem) starts from the supervised machine:
     # the first stage (C* = 0) runs with a free bias, the later ones hold
     # mean_B f at the target computed from the outputs they start from.
     anchored = balance and callable(problem.balance_target)
-    state = {"center": balance and not anchored, "free": problem.intercept == "free"
-             or anchored, "mu": np.zeros(D, dtype=dtype), "b": np.zeros(K)}
+    # centred features psi - mu hold mean_B f = b for every v; mu enters the
+    # products (f = psi v - mu.v + b), the features are never shifted
+    state = {"center": balance and not anchored,
+             "free": problem.intercept == "free" or anchored,
+             "mu": np.zeros(D), "b": np.zeros(K)}
     if state["center"]:
-        _center(Psi, problem.balance_set, state, np.asarray(
-            problem.balance_target, dtype=np.float64))
+        state["b"] = np.asarray(problem.balance_target, dtype=np.float64)
+    stages = ANNEAL_STAGES if anneal > 0 else ((0.0, 1.0) if anchored else (1.0,))
+    # the annealing stages on level 0, then w = 1 on every larger sample
+    plan = [(0, w) for w in stages] + [(k, 1.0) for k in range(1, len(levels))]
+    # the Maclaurin kernel is numba-parallel only: its chunks run in order
+    threads = numba.get_num_threads() if spec.is_fourier else 1
+    pool = ThreadPoolExecutor(threads) if threads > 1 else None
+    cur = {"level": -1}
+
+    def get(s):
+        if cur["sets"][s] is None:
+            cur["sets"][s] = _PrimalSet(problem, s, cur["idx"][s], spec, W, second,
+                                        norm, cur["cache"], pool)
+        return cur["sets"][s]
+
+    def enter(k):
+        """Make level ``k`` current (features cached when they fit)."""
+        idx = levels[k]
+        rows = sum(sizes[s] if i is None else i.size for s, i in enumerate(idx))
+        cur.update(level=k, idx=idx, sets=[None] * len(sizes),
+                   cache=rows * D * dtype.itemsize <= budget)
+        if not state["free"] and (state["center"] or anchored):
+            # the centre of this level's sample of B
+            state["mu"] = get(problem.balance_set).mean()
 
     def unpack(z):
         v = z[: D * K].reshape(D, K)
         b = z[D * K:] if state["free"] else state["b"]
         return v, b
 
+    def outputs(s, v, b):
+        """``f + b`` on set ``s`` of the current level."""
+        return get(s).forward(v.astype(dtype)) - state["mu"] @ v + b
+
     def objective(z, w):
         v, b = unpack(z)
-        v32 = v.astype(dtype)
-        used = problem.uses(w) if problem.uses is not None else [True] * len(Psi)
+        used = problem.uses(w) if problem.uses is not None else [True] * len(sizes)
+        idx = cur["idx"]
         # an unused set's outputs are not read: zeros of the right shape
-        fs = [(P @ v32).astype(np.float64) + b if u else np.zeros((P.shape[0], K))
-              for P, u in zip(Psi, used, strict=True)]
+        fs = [outputs(s, v, b) if u else np.zeros(
+            (sizes[s] if idx[s] is None else idx[s].size, K))
+            for s, u in enumerate(used)]
         value, grads = problem.loss(fs, idx, sizes, w)
         gv = lam * v
-        for P, gr, u in zip(Psi, grads, used, strict=True):
+        for s, (gr, u) in enumerate(zip(grads, used, strict=True)):
             if u:
-                gv += (P.T @ gr.astype(dtype)).astype(np.float64)
+                gv += get(s).backward(gr) - np.outer(state["mu"], gr.sum(axis=0))
         grad = gv.ravel()
         if state["free"]:
             grad = np.concatenate([grad, sum(gr.sum(axis=0) for gr in grads)])
         return value + 0.5 * lam * float(np.sum(v * v)), grad
 
     z = np.zeros(D * K + (K if state["free"] else 0))
-    stages = ANNEAL_STAGES if anneal > 0 else ((0.0, 1.0) if anchored else (1.0,))
-    curve, n_iter = [], 0
-    with blas_single_thread():
-        for w in stages:
-            if anchored and w > 0:
-                # (re-)anchor the constraint on the current outputs on B:
-                # mean_B f = balance_target(f_B). The first time, switch from
-                # the free bias to centred features (f = (P - mu) v + target
-                # is the current P v + b shifted by target - mean_B f).
+    curve, n_iter, gtol = [], 0, None
+    try:
+        with blas_single_thread():
+            for k, w in plan:
+                if k != cur["level"]:
+                    enter(k)
+                if anchored and w > 0:
+                    # (re-)anchor the constraint on the current outputs on B:
+                    # mean_B f = balance_target(f_B). The first time, switch
+                    # from the free bias to centred features: f = (psi - mu) v
+                    # + target is the current f shifted by target - mean_B f.
+                    v, b = unpack(z)
+                    fB = outputs(problem.balance_set, v, b)
+                    if state["free"]:
+                        state["mu"] = get(problem.balance_set).mean()
+                        state["free"] = False
+                        z = z[: D * K].copy()
+                    state["b"] = np.asarray(problem.balance_target(fB),
+                                            dtype=np.float64)
+                if k == 0:
+                    # level 0: each stage's tolerance is relative to its own
+                    # starting gradient (as when the problem fits at once)
+                    gtol = tol * max(np.abs(objective(z, w)[1]).max(), 1e-12)
+                # larger levels keep the last level-0 tolerance: the loss is
+                # written with each set's full size, so the gradients are on
+                # one scale at every level, and a warm start's own gradient
+                # is already small (relative to it, far more iterations)
+                res = minimize(
+                    objective, z, args=(w,), jac=True, method="L-BFGS-B",
+                    options={"maxiter": int(max_iter), "gtol": gtol,
+                             "ftol": 1e-12},
+                )
+                z = res.x
+                n_iter += int(res.nit)
+                curve.append(float(res.fun))
                 v, b = unpack(z)
-                fB = (Psi[problem.balance_set] @ v.astype(dtype)).astype(
-                    np.float64) + b
-                target = problem.balance_target(fB)
-                if state["free"]:
-                    _center(Psi, problem.balance_set, state, target)
-                    state["free"] = False
-                    z = z[: D * K].copy()
-                else:
-                    state["b"] = np.asarray(target, dtype=np.float64)
-            g0 = np.abs(objective(z, w)[1]).max()
-            res = minimize(
-                objective, z, args=(w,), jac=True, method="L-BFGS-B",
-                options={"maxiter": int(max_iter), "gtol": tol * max(g0, 1e-12),
-                         "ftol": 1e-12},
-            )
-            z = res.x
-            n_iter += int(res.nit)
-            curve.append(float(res.fun))
-            v, b = unpack(z)
-            check_divergence(v, "C (the problem is too badly scaled)")
-            _set_primal(model, v, n_blocks, norm, W, second)
-            intercept = b - state["mu"].astype(np.float64) @ v
-            if anchored and w == stages[-1]:
-                # the returned machine holds its anchor too (a no-op for
-                # "supervised"; for "clipped" it re-balances the final outputs)
-                fB = (Psi[problem.balance_set] @ v.astype(dtype)).astype(
-                    np.float64) + b
-                intercept = intercept + problem.balance_target(fB) - fB.mean(axis=0)
-            if monitor is not None:
-                monitor(n_iter, model, intercept)
+                check_divergence(v, "C (the problem is too badly scaled)")
+                _set_primal(model, v, n_blocks, norm, W, second)
+                intercept = b - state["mu"] @ v
+                if anchored and (k, w) == plan[-1]:
+                    # the returned machine holds its anchor too (a no-op for
+                    # "supervised"; "clipped" re-balances the final outputs)
+                    fB = outputs(problem.balance_set, v, b)
+                    intercept = (intercept + problem.balance_target(fB)
+                                 - fB.mean(axis=0))
+                if monitor is not None:
+                    monitor(n_iter, model, intercept)
+    finally:
+        if pool is not None:
+            pool.shutdown()
     return Expansion(model, intercept, n_iter, curve)
-
-
-def _center(Psi, balance_set: int, state: dict, target) -> None:
-    """Hold ``mean_B f = target`` exactly: centre every set's features on the
-    balance set's mean ``mu`` and fix the bias at ``target`` (then
-    ``f = (psi - mu) v + target`` has that mean for every ``v``)."""
-    mu = Psi[balance_set].mean(axis=0, dtype=np.float64).astype(Psi[0].dtype)
-    for P in Psi:
-        P -= mu
-    state["mu"] = state["mu"] + mu
-    state["b"] = np.asarray(target, dtype=np.float64)
 
 
 def _set_primal(model: FunctionalModel, v: np.ndarray, n_blocks: int, norm,

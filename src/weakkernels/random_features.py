@@ -237,8 +237,10 @@ def _make_fourier_kernels(cos_fn, real):
             for j in range(F):
                 Z[i, j] = norm * cos_fn(Z[i, j] + phase[j])
 
+    # nogil: the chunked objective of the L-BFGS solver (_dsg) runs the
+    # serial variants on row chunks from a thread pool
     return tuple(
-        njit(parallel=par, fastmath=FASTMATH, cache=True)(fn)
+        njit(parallel=par, fastmath=FASTMATH, cache=True, nogil=True)(fn)
         for fn in (cos_dot, cos_features)
         for par in (False, True)
     )
@@ -295,7 +297,7 @@ def _csr_project_rows(indptr, indices, data, row0, Wf, ld, Z):
 
 # serial, parallel (see _make_fourier_kernels for why both)
 _CSR_PROJECT = tuple(
-    njit(parallel=par, fastmath=FASTMATH, cache=True)(_csr_project_rows)
+    njit(parallel=par, fastmath=FASTMATH, cache=True, nogil=True)(_csr_project_rows)
     for par in (False, True)
 )
 
@@ -316,7 +318,7 @@ def _flat_rows(W: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def csr_project(X, W: np.ndarray, out: np.ndarray | None = None,
-                row0: int = 0) -> np.ndarray:
+                row0: int = 0, parallel: bool | None = None) -> np.ndarray:
     """``X[row0:row0 + len(out)] @ W`` for a CSR matrix ``X`` into ``out``.
 
     The Python boundary of :func:`_csr_project_rows`: checks the format,
@@ -357,7 +359,8 @@ def csr_project(X, W: np.ndarray, out: np.ndarray | None = None,
         raise ValueError("csr_project: out has the wrong shape, dtype or layout.")
     Wf, ld = _flat_rows(W)
     nnz = int(X.indptr[row0 + out.shape[0]] - X.indptr[row0])
-    _CSR_PROJECT[_parallel_worth_it(nnz * W.shape[1])](
+    par = _parallel_worth_it(nnz * W.shape[1]) if parallel is None else int(parallel)
+    _CSR_PROJECT[par](
         X.indptr, X.indices, X.data, int(row0), Wf, int(ld), out
     )
     return out
@@ -557,15 +560,19 @@ class FeatureSpec:
                 "dtype='float64'."
             )
 
-    def features(self, X, W, second) -> np.ndarray:
+    def features(self, X, W, second, parallel: bool | None = None) -> np.ndarray:
         """The feature map of the given (concatenated) blocks at ``X`` (dense,
-        or scipy.sparse: CSR rows are projected by :func:`csr_project`)."""
+        or scipy.sparse: CSR rows are projected by :func:`csr_project`).
+
+        ``parallel=False`` runs the serial kernels only (the caller is a
+        worker thread of its own pool); None decides by the work size."""
         X = as_compute_rows(X, self.dtype)
         sparse = sp.issparse(X)
         if self.is_fourier:
             self.check_phase_range(X)
-            Z = csr_project(X, W) if sparse else X @ W
-            par = _parallel_worth_it(Z.size)
+            Z = csr_project(X, W, parallel=parallel) if sparse else X @ W
+            par = (_parallel_worth_it(Z.size) if parallel is None
+                   else int(parallel))
             _KERNELS[self.dtype][2 + par](Z, second, self.dtype.type(self.norm))
             return Z
         out = np.empty((X.shape[0], W.shape[-1]), dtype=self.dtype)

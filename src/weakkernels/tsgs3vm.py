@@ -341,7 +341,10 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
         self.n_blocks_ = model.n_blocks
         self.coef_ = model.coefficients()
         balance = _BALANCE[self.balance]
-        if balance in (1, 2, 4):
+        # solver="lbfgs" holds the mean and clipped constraints on all its
+        # unlabeled rows (the bias it returns); SGD's per-minibatch bias and
+        # the quantile rule are set here, on a fixed sample.
+        if balance == 2 or (balance in (1, 4) and self.solver == "sgd"):
             # Final bias from a fixed sample of unlabeled points.
             rows = idx_u[seeded_sample(idx_u.size, 4096, seed)]
             XB = as_compute_rows(X[rows], model.spec.dtype)

@@ -1,0 +1,227 @@
+"""The L-BFGS solver of the random-feature estimators reads every row.
+
+The chunked objective (``_dsg._PrimalSet``) against the one-shot feature
+matrix, the growing nested samples (``_dsg.primal_levels``), bit-identical
+models for any thread count, held or streamed features, memory-mapped input,
+and a default feature count that grows with the data.
+"""
+
+import numba
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from weakkernels import FRS3VM, TSGS3VM, TSGSU, _dsg
+from weakkernels._dsg import Problem, _PrimalSet, primal_features, primal_levels
+from weakkernels.random_features import FeatureSpec
+
+
+def _data(n=900, d=6, seed=0, n_labeled=60):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = (X[:, 0] + 0.5 * X[:, 1] ** 2 > 0.4).astype(int)
+    y_semi = np.full(n, -1)
+    lab = rng.choice(n, n_labeled, replace=False)
+    y_semi[lab] = y[lab]
+    return X, y, y_semi
+
+
+@pytest.fixture
+def small_levels(monkeypatch):
+    """Several levels and many chunks on a test-sized set."""
+    monkeypatch.setattr(_dsg, "PRIMAL_START_ROWS", 128)
+    monkeypatch.setattr(_dsg, "PRIMAL_CHUNK_ROWS", 50)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("cache", [True, False])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_chunked_products_equal_the_one_shot_matrix(monkeypatch, sparse, cache,
+                                                     threads):
+    """forward / backward / mean over chunks of 7 rows (held or regenerated,
+    with or without a thread pool) equal the products with the whole feature
+    matrix, float64, to 1e-10."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setattr(_dsg, "PRIMAL_CHUNK_ROWS", 7)
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 5))
+    if sparse:
+        X[rng.random(X.shape) < 0.6] = 0.0
+        X = sp.csr_matrix(X)
+    spec = FeatureSpec("rbf", 0.3, 2, 1.0, 5, 16, 7, np.float64)
+    W, second = spec.blocks(0, 3)
+    norm = 1.0 / np.sqrt(3)
+    idx = np.sort(rng.choice(60, 45, replace=False))
+    problem = Problem([(X, None), (X, idx)], 2, None)
+    pool = ThreadPoolExecutor(threads) if threads > 1 else None
+    try:
+        sub = np.sort(rng.choice(45, 30, replace=False))  # rows of set 1
+        for s, rows, Xs in ((0, None, X), (1, None, X[idx]), (1, sub, X[idx[sub]])):
+            ps = _PrimalSet(problem, s, rows, spec, W, second, norm, cache, pool)
+            P = spec.features(Xs.toarray() if sparse else Xs, W, second) * norm
+            v = rng.normal(size=(P.shape[1], 2))
+            g = rng.normal(size=(P.shape[0], 2))
+            np.testing.assert_allclose(ps.forward(v), P @ v, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(ps.backward(g), P.T @ g, rtol=1e-10,
+                                       atol=1e-12)
+            np.testing.assert_allclose(ps.mean(), P.mean(axis=0), rtol=1e-10,
+                                       atol=1e-12)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+
+
+@pytest.mark.parametrize("intercept", ["free", "balance"])
+def test_chunked_gradient_matches_finite_differences(small_levels, intercept):
+    """The objective the solver minimises (float64 features)
+    has the gradient it reports: finite differences on the chunked
+    objective at every level, chunks of 50 rows, with a free bias and with
+    features centred on a balance set."""
+    from scipy.optimize import check_grad
+
+    X, _, y_semi = _data(n=300)
+    spec = FeatureSpec("rbf", 0.2, 2, 1.0, X.shape[1], 8, 3, np.float64)
+    lab = y_semi >= 0
+    Y = np.where(y_semi[lab] == 1, 1.0, -1.0)[:, None]
+
+    def loss(fs, idx, sizes, w):
+        m = Y * fs[0]
+        h = np.maximum(0.0, 1.0 - m)
+        return float((h**2).sum() + w * np.sum(np.exp(-3 * fs[1] ** 2))), [
+            -2.0 * h * Y, w * -6.0 * fs[1] * np.exp(-3 * fs[1] ** 2)]
+
+    # "balance": features centred on the unlabeled set (mu enters the products)
+    problem = Problem([(X[lab], None), (X, np.flatnonzero(~lab))], 1, loss,
+                      intercept=intercept, balance_target=np.array([0.1]))
+    errors = []
+    real_minimize = __import__("scipy.optimize", fromlist=["minimize"]).minimize
+
+    def spy(fun, x0, args=(), **kw):
+        # each stage's objective, checked at a random point while the
+        # solver's thread pool is alive
+        z = np.random.default_rng(len(errors)).normal(scale=0.1, size=x0.size)
+        err = check_grad(lambda q: fun(q, *args)[0], lambda q: fun(q, *args)[1],
+                         z, epsilon=1e-6)
+        errors.append(err / max(1.0, np.linalg.norm(fun(z, *args)[1])))
+        return real_minimize(fun, x0, args=args, **kw)
+
+    import scipy.optimize
+
+    old = scipy.optimize.minimize
+    scipy.optimize.minimize = spy
+    try:
+        _dsg.fit_expansion(problem, spec, solver="lbfgs", max_blocks=4, n_iter=5,
+                           batch_size=None, seed=0)
+    finally:
+        scipy.optimize.minimize = old
+    assert len(errors) == 2  # level 0 (128 unlabeled rows), then all 240
+    assert max(errors) < 3e-5  # forward differences, step 1e-6
+
+
+def test_levels_are_nested_and_end_with_every_row(monkeypatch):
+    monkeypatch.setattr(_dsg, "PRIMAL_START_ROWS", 100)
+    levels = primal_levels([50, 1000, 30_000], seed=5)
+    assert all(lv[0] is None for lv in levels)  # a small set is whole at once
+    assert all(i is None for i in levels[-1])  # the last level: every row
+    sizes = [lv[1].size if lv[1] is not None else 1000 for lv in levels]
+    assert sizes[:3] == [100, 400, 1000]
+    for a, b in zip(levels[:-2], levels[1:-1], strict=True):
+        assert np.isin(a[2], b[2]).all()  # nested samples
+    assert [lv[2].size for lv in levels[:-1]] == [100, 400, 1600, 6400, 25600]
+
+
+def test_default_fit_reads_every_row(small_levels, monkeypatch):
+    """Regression: the default solver touches every labeled and unlabeled row
+    (the old one held a seeded sample of at most 4 096 per set)."""
+    X, _, y_semi = _data(n=900)
+    seen = []
+    real_rows = Problem.rows
+
+    def rows(self, s, idx, dtype):
+        source, index = self.sets[s]
+        pick = index if idx is None else (idx if index is None else index[idx])
+        seen.append((s, np.arange(source.shape[0]) if pick is None else pick))
+        return real_rows(self, s, idx, dtype)
+
+    monkeypatch.setattr(Problem, "rows", rows)
+    TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
+    def read(s):
+        return np.unique(np.concatenate([p for t, p in seen if t == s]))
+
+    # set 0: the labeled rows (a copy, XL); set 1: the unlabeled rows of X
+    np.testing.assert_array_equal(read(0), np.arange((y_semi >= 0).sum()))
+    np.testing.assert_array_equal(read(1), np.flatnonzero(y_semi == -1))
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
+                    reason="needs 2 numba threads")
+@pytest.mark.parametrize("est", [TSGS3VM(C=1.0, random_state=0),
+                                 FRS3VM(C=1.0, random_state=0)])
+def test_one_and_two_threads_give_bit_identical_models(small_levels, est):
+    X, _, y_semi = _data(n=900)
+    old = numba.get_num_threads()
+    models = []
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(threads)
+            est.fit(X, y_semi)
+            models.append((est.coef_.copy(), est.intercept_.copy()))
+    finally:
+        numba.set_num_threads(old)
+    np.testing.assert_array_equal(models[0][0], models[1][0])
+    np.testing.assert_array_equal(models[0][1], models[1][1])
+
+
+def test_streamed_features_equal_held_features(small_levels, monkeypatch):
+    """With no memory budget every product regenerates its chunk from the
+    seeds: the same model, bit for bit."""
+    X, _, y_semi = _data(n=900)
+    held = TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
+    monkeypatch.setattr(_dsg, "primal_cache_bytes", lambda: 0)
+    streamed = TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
+    np.testing.assert_array_equal(held.coef_, streamed.coef_)
+    np.testing.assert_array_equal(held.intercept_, streamed.intercept_)
+
+
+def test_memmap_fit_equals_in_memory_fit(small_levels, tmp_path):
+    X, _, y_semi = _data(n=900)
+    X32 = X.astype(np.float32)
+    np.save(tmp_path / "X.npy", X32)
+    mm = np.load(tmp_path / "X.npy", mmap_mode="r")
+    a = TSGS3VM(C=1.0, random_state=0).fit(X32, y_semi)
+    b = TSGS3VM(C=1.0, random_state=0).fit(mm, y_semi)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.intercept_, b.intercept_)
+
+
+def test_clipped_balance_holds_on_every_unlabeled_row(small_levels):
+    """The default constraint mean_U clip(f, -1, 1) = mean_L y holds on all the
+    unlabeled rows the solver read, not on a sample."""
+    X, _, y_semi = _data(n=900)
+    est = TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
+    f = est.decision_function(X[y_semi == -1])
+    r = np.where(y_semi[y_semi >= 0] == 1, 1.0, -1.0).mean()
+    assert abs(np.clip(f, -1, 1).mean() - r) < 1e-5
+
+
+def test_tsgsu_reads_every_row(small_levels):
+    """The SU estimator runs on the same chunked levels (smoke: fits, and its
+    decision values are finite on every row)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(700, 4))
+    y = np.full(700, -1)
+    y[:200] = 1
+    est = TSGSU(random_state=0).fit(X, y)
+    assert np.isfinite(est.decision_function(X)).all()
+
+
+def test_default_features_grow_with_the_data():
+    sizes = [550, 2_200, 4_296, 20_000, 50_000, 61_000, 262_144, 10**6, 10**7]
+    D = [primal_features(n, 32, 28) for n in sizes]
+    assert D[:3] == [4096, 1888, 1024]  # small sets: the cost rule, unchanged
+    assert D[4] >= 3500 and D[5] >= 3900  # ijcnn1-, MNIST-sized: ~16 sqrt(n)
+    assert max(D) <= 8192 and D[6] == 2048  # 2 GiB of held features binds
+    assert D[-1] == 1024  # 10^7 rows: features streamed, the floor
+    assert primal_features(61_000, 32, 784) == D[5]
+    assert primal_features(61_000, 32, 20_000) == 1024  # the frequency budget
