@@ -94,3 +94,50 @@ def test_train_parent_carries_the_comparison(store, tmp_path):
     assert logged.metrics == pytest.approx(got)
     assert logged.tags["best_model.g50c.nu500"] == "tsgs3vm"
     np.testing.assert_equal(sorted(logged.metrics), sorted(got))
+
+
+def test_dataset_input_names_source_digest_and_split(store, tmp_path):
+    """A run's data set input: name, the source file's sha256 as digest (the 36
+    characters the store keeps), its path in the mirror, rows and features; the
+    split's counts ride on the input's tags."""
+    import json
+
+    import mlflow
+
+    from weakkernels.pipeline.datasets import DATASETS
+    from weakkernels.pipeline.tracking import dataset_digest, log_dataset_input
+
+    spec = DATASETS["cod-rna"]
+    assert dataset_digest(spec) == ("cod-rna/cod-rna.dense.txt.xz",
+                                    spec.files[0].sha256)
+    source, sha = dataset_digest(DATASETS["ijcnn1"])  # two files, one hash
+    assert source == "ijcnn1/ijcnn1.trn.bz2,ijcnn1/ijcnn1.tst.bz2"
+    assert len(sha) == 64 and sha not in {f.sha256 for f in DATASETS["ijcnn1"].files}
+    X = np.zeros((59535, 8))
+    split = {"labeled": np.arange(40), "unlabeled": np.arange(40, 340),
+             "val": np.arange(340, 440), "test": np.arange(440, 740)}
+    setup_mlflow("wk-inputs", tmp_path)
+    with mlflow.start_run() as run:
+        log_dataset_input(spec, X, split, context="training",
+                          split_name="ssl seed 1")
+    (inp,) = store.get_run(run.info.run_id).inputs.dataset_inputs
+    assert inp.dataset.name == "cod-rna"
+    assert inp.dataset.digest == spec.files[0].sha256[:36]
+    assert json.loads(inp.dataset.source) == {"uri": "cod-rna/cod-rna.dense.txt.xz"}
+    assert json.loads(inp.dataset.profile) == {
+        "num_rows": 59535, "num_features": 8, "source_sha256": spec.files[0].sha256}
+    tags = {t.key: t.value for t in inp.tags}
+    assert tags == {"mlflow.data.context": "training", "split": "ssl seed 1",
+                    "n_labeled": "40", "n_unlabeled": "300", "n_val": "100",
+                    "n_test": "300", "source_sha256": spec.files[0].sha256}
+    # the experiment's dataset list (the UI's dataset filter) has it once
+    with mlflow.start_run() as run2:
+        log_dataset_input(spec, X, {"pairs": np.zeros((5, 2)), "unlabeled":
+                                    np.arange(9), "test": np.arange(3)},
+                          context="training", split_name="su seed 2")
+    (inp2,) = store.get_run(run2.info.run_id).inputs.dataset_inputs
+    assert {t.key: t.value for t in inp2.tags}["n_pairs"] == "5"
+    summaries = mlflow.tracking._tracking_service.utils._get_store() \
+        ._search_datasets([run.info.experiment_id])
+    assert [(d.name, d.digest) for d in summaries] == [
+        ("cod-rna", spec.files[0].sha256[:36])]

@@ -14,7 +14,9 @@ applies the ``prepare`` stage's scaling itself (it takes raw rows). Test scores
 go to ``<predictions>/<run>.npz`` for the evaluate stage.
 
 MLflow layout: one parent run ``train`` per stage, a nested run per model x
-dataset x n_unlabeled, and inside it one nested run per seed.
+dataset x n_unlabeled, and inside it one nested run per seed.  Every one of
+them logs its data set as an MLflow input (the split's row counts in the
+input's tags).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from weakkernels.pipeline.common import (
     load_split,
     split_kind,
 )
+from weakkernels.pipeline.datasets import DATASETS
 from weakkernels.pipeline.registry import (
     MODELS,
     FitContext,
@@ -39,9 +42,9 @@ from weakkernels.pipeline.registry import (
     objective,
     scores,
 )
-from weakkernels.pipeline.splits import eval_labels
+from weakkernels.pipeline.splits import eval_labels, resolve
 from weakkernels.pipeline.storage import save_npz
-from weakkernels.pipeline.tracking import log_pyfunc
+from weakkernels.pipeline.tracking import log_dataset_input, log_pyfunc
 
 __all__ = ["train", "train_one", "warmup_rows"]
 
@@ -127,6 +130,7 @@ def train(pairs, best, prepared_dir, splits_dir, models_dir, pred_dir, cfg,
 
     seeds = [int(s) for s in cfg["seeds"]]
     records = []
+    logged: set[str] = set()
     for model, dataset in pairs:
         key = f"{model}/{dataset}"
         if key not in best:
@@ -149,6 +153,9 @@ def train(pairs, best, prepared_dir, splits_dir, models_dir, pred_dir, cfg,
         kind = split_kind(model)
         first = load_split(splits_dir, dataset, kind, seeds[0])
         sizes = cfg["n_unlabeled"] or [int(n) for n in first["n_unlabeled"]]
+        if log_mlflow and dataset not in logged:  # the stage's parent run
+            logged.add(dataset)
+            log_dataset_input(DATASETS[dataset], X, context="training")
         for n_u in sizes:
             n_u = min(int(n_u), len(first["unlabeled"]))
             group = mlflow.start_run(run_name=f"{model} / {dataset} / nu={n_u}",
@@ -160,6 +167,9 @@ def train(pairs, best, prepared_dir, splits_dir, models_dir, pred_dir, cfg,
                     mlflow.log_params({**params, **{f"fixed.{k}": v for k, v in
                                                      fixed.items()},
                                        "n_unlabeled": n_u, "seeds": str(seeds)})
+                    log_dataset_input(
+                        DATASETS[dataset], X, resolve(first, n_u), context="training",
+                        split_name=f"{kind} seeds {','.join(map(str, seeds))}")
                 for seed in seeds:
                     rec = _train_seed(model, dataset, X, y, kind, splits_dir,
                                       models_dir, pred_dir, n_u, seed, params, fixed,
@@ -211,6 +221,8 @@ def _train_seed(model, dataset, X, y, kind, splits_dir, models_dir, pred_dir, n_
                              "level": "seed"})
             mlflow.log_params({**params, "seed": seed, "n_unlabeled": n_u,
                                "n_labeled": out["n_labeled"], "n_fit": out["n_fit"]})
+            log_dataset_input(DATASETS[dataset], X, resolve(split, n_u),
+                              context="training", split_name=f"{kind} seed {seed}")
             metrics = {"fit_time_s": out["fit_time_s"],
                        "compile_time_s": out["compile_time_s"],
                        "predict_time_s": out["predict_time_s"],

@@ -34,6 +34,7 @@ from weakkernels.pipeline.common import (
     split_kind,
     split_path,
 )
+from weakkernels.pipeline.datasets import DATASETS
 from weakkernels.pipeline.registry import (
     MODELS,
     FitContext,
@@ -44,9 +45,10 @@ from weakkernels.pipeline.registry import (
     scores,
     suggest,
 )
-from weakkernels.pipeline.splits import eval_labels, stratified_folds
+from weakkernels.pipeline.splits import eval_labels, resolve, stratified_folds
 from weakkernels.pipeline.stale_runs import kill_stale_runs, process_tag
 from weakkernels.pipeline.storage import canonical_hash, sha256_file
+from weakkernels.pipeline.tracking import log_dataset_input
 from weakkernels.pipeline.tuning import (
     claim_trial,
     mask_url,
@@ -80,7 +82,7 @@ def cv_fold_count(model: str, y, split, cfg: dict) -> int:
 
 def run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
               callback_every, seed, log_mlflow=True, budget=None,
-              cv_folds: int = 0) -> float:
+              cv_folds: int = 0, dataset: str | None = None) -> float:
     """Fit one configuration; report intermediate validation losses; return loss.
 
     ``cv_folds >= 2``: stratified k-fold on the labeled points (train on the
@@ -90,7 +92,10 @@ def run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
     scored on the validation split, reported every ``callback_every`` iterations.
 
     ``budget``: the study's total ``n_trials``, shared by every worker on the
-    same storage (:func:`claim_trial` refuses a trial beyond it)."""
+    same storage (:func:`claim_trial` refuses a trial beyond it).
+
+    ``dataset``: the data set's registry name, logged as the trial run's
+    MLflow input."""
     if budget is not None:
         claim_trial(trial, budget)
     # Warnings of a trial's fits (a degenerate model for a bad configuration, a
@@ -102,7 +107,8 @@ def run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
         try:
             return _run_trial(trial, model, X, y, split, n_unlabeled, fixed=fixed,
                               overrides=overrides, callback_every=callback_every,
-                              seed=seed, log_mlflow=log_mlflow, cv_folds=cv_folds)
+                              seed=seed, log_mlflow=log_mlflow, cv_folds=cv_folds,
+                              dataset=dataset)
         finally:
             seen = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
             if seen:
@@ -116,7 +122,7 @@ def run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
 
 
 def _run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
-               callback_every, seed, log_mlflow, cv_folds) -> float:
+               callback_every, seed, log_mlflow, cv_folds, dataset=None) -> float:
     import mlflow
     import optuna
 
@@ -131,6 +137,8 @@ def _run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
             trial.set_user_attr("mlflow_run_id", run.info.run_id)
             mlflow.log_params({**params, "trial": trial.number,
                                "cv_folds": cv_folds})
+            if dataset is not None:
+                _log_input(dataset, X, sp, seed)
         t0 = time.perf_counter()
         overhead = 0.0
         if cv_folds >= 2:
@@ -204,6 +212,12 @@ def _run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
             mlflow.end_run(status=status)
 
 
+def _log_input(dataset: str, X, split: dict, seed: int) -> None:
+    kind = "su" if "pairs" in split else "ssl"
+    log_dataset_input(DATASETS[dataset], X, split, context="tuning",
+                      split_name=f"{kind} seed {seed}")
+
+
 def estimator_code_hash() -> str:
     """sha256 over the code a trial's loss depends on: the estimator modules
     and the pipeline package (model factories, the validation objective, this
@@ -261,9 +275,13 @@ def tune(
     storage = resolve_storage(cfg["storage"], root)
     split_seed = int(cfg["split_seed"])
     best: dict[str, dict] = {}
+    logged: set[str] = set()
     for model, dataset in pairs:
         data = load_prepared(prepared_dir, dataset)
         X, y = data["X"], data["y"]
+        if log_mlflow and dataset not in logged:  # the stage's parent run
+            logged.add(dataset)
+            log_dataset_input(DATASETS[dataset], X, context="tuning")
         kind = split_kind(model)
         split = load_split(splits_dir, dataset, kind, split_seed)
         n_u = cfg["n_unlabeled"] or int(min(split["n_unlabeled"]))
@@ -306,6 +324,7 @@ def _run_study(name, storage, model, dataset, X, y, split, n_u, fixed, overrides
             mlflow.log_params({"n_trials": cfg["n_trials"], "n_unlabeled": n_u,
                                "split_seed": split_seed, "cv_folds": folds,
                                "resumed_with_finished_trials": n_done})
+            _log_input(dataset, X, resolve(split, n_u), split_seed)
         t0 = time.perf_counter()
         if remaining:
             study.optimize(
@@ -313,7 +332,7 @@ def _run_study(name, storage, model, dataset, X, y, split, n_u, fixed, overrides
                     t, model, X, y, split, n_u, fixed=fixed, overrides=overrides,
                     callback_every=int(cfg["callback_every"]), seed=split_seed,
                     log_mlflow=log_mlflow, budget=int(cfg["n_trials"]),
-                    cv_folds=folds),
+                    cv_folds=folds, dataset=dataset),
                 n_trials=remaining,
                 timeout=cfg["timeout_per_study"],
                 catch=(ValueError, ArithmeticError, np.linalg.LinAlgError),

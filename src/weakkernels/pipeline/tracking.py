@@ -11,7 +11,9 @@ copies are detected and mapped back to the main repository.  ``MLFLOW_TRACKING_U
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
+import json
 import os
 import platform
 import subprocess
@@ -31,10 +33,13 @@ from weakkernels.pipeline.storage import (
 __all__ = [
     "EXPERIMENT_KIND",
     "EXPERIMENT_KIND_TAG",
+    "dataset_digest",
+    "log_dataset_input",
     "log_pyfunc",
     "main_repo_root",
     "provenance_tags",
     "setup_mlflow",
+    "split_counts",
     "stage_run",
     "tracking_uri",
 ]
@@ -169,6 +174,95 @@ def stage_run(params: dict, params_path: str | os.PathLike, stage: str,
         yield run
 
 
+def dataset_digest(spec: Any) -> tuple[str, str]:
+    """``(source, sha256)`` of a data set: its path inside the data mirror and the
+    sha256 of that file (``shared/data/MANIFEST.md``'s hash).
+
+    ``spec`` is a :class:`~weakkernels.pipeline.datasets.DatasetSpec`.  A set of
+    several files (``ijcnn1``'s train and test files, an SSL-book set and its
+    split files) names them all, comma-separated, and its hash is the sha256 of
+    their hashes joined by newlines; a generated set hashes its generator
+    settings.
+    """
+    if not spec.files:
+        return spec.dir, canonical_hash({"generated": spec.parser, **spec.extra},
+                                        length=64)
+    source = ",".join(f"{spec.dir}/{f.name}" for f in spec.files)
+    if len(spec.files) == 1:
+        return source, spec.files[0].sha256
+    joined = "\n".join(f.sha256 for f in spec.files).encode()
+    return source, hashlib.sha256(joined).hexdigest()
+
+
+# The store keeps at most 36 characters of a dataset digest (MLflow's schema).
+_DIGEST_CHARS = 36
+
+
+def split_counts(split: dict) -> dict[str, int]:
+    """Rows per role of a resolved split (labeled or paired, unlabeled,
+    validation, test)."""
+    out = {}
+    if "pairs" in split:
+        out["n_pairs"] = int(len(split["pairs"]))
+    if "labeled" in split:
+        out["n_labeled"] = int(len(split["labeled"]))
+    for key in ("unlabeled", "val", "test"):
+        if key in split:
+            out[f"n_{key}"] = int(len(split[key]))
+    return out
+
+
+@functools.cache
+def _source_dataset():
+    from mlflow.data.meta_dataset import MetaDataset
+
+    class SourceDataset(MetaDataset):
+        """An MLflow dataset known by its source file: name, digest, and a
+        profile (rows, features, the full sha256)."""
+
+        def __init__(self, source, name: str, digest: str, profile: dict):
+            self._profile = profile
+            super().__init__(source, name=name, digest=digest)
+
+        @property
+        def profile(self) -> dict:
+            return self._profile
+
+        def to_dict(self) -> dict[str, str]:
+            return {**super().to_dict(), "profile": json.dumps(self._profile)}
+
+    return SourceDataset
+
+
+def log_dataset_input(spec: Any, X, split: dict | None = None, *,
+                      context: str, split_name: str = "") -> None:
+    """Log data set ``spec`` as an input of the active run (MLflow's Dataset
+    column and dataset filter).
+
+    The MLflow dataset is the source: name = the data set's name, digest = the
+    sha256 of its source file (the first 36 hex digits, all the store keeps;
+    the full hash is in the profile), source = its path inside the data mirror
+    (:func:`dataset_digest`), profile = rows and features of the prepared
+    matrix.  How this run used it goes into the input's tags: ``context``
+    (``mlflow.data.context``: ``training``, ``tuning``), the split's name and
+    its row counts (:func:`split_counts`).  A run holds one input per data set.
+    """
+    import mlflow
+    from mlflow.data.sources import LocalArtifactDatasetSource
+
+    source, sha = dataset_digest(spec)
+    profile = {"num_rows": int(X.shape[0]), "num_features": int(X.shape[1]),
+               "source_sha256": sha}
+    ds = _source_dataset()(LocalArtifactDatasetSource(source), name=spec.name,
+                           digest=sha[:_DIGEST_CHARS], profile=profile)
+    tags = {"source_sha256": sha}
+    if split is not None:
+        tags.update({k: str(v) for k, v in split_counts(split).items()})
+    if split_name:
+        tags["split"] = split_name
+    mlflow.log_input(ds, context=context, tags=tags)
+
+
 def log_params_flat(params: dict, prefix: str = "") -> None:
     """Log (possibly nested) params; MLflow values are strings up to 6000 chars."""
     import mlflow
@@ -205,7 +299,6 @@ def log_pyfunc(model_file: str | os.PathLike, X_example, name="model",
     sparse rows themselves, which MLflow stores in its sparse JSON form.  A
     dense example keeps one named column per feature.
     """
-    import json
     import tempfile
 
     import mlflow
