@@ -141,3 +141,42 @@ def test_dataset_input_names_source_digest_and_split(store, tmp_path):
         ._search_datasets([run.info.experiment_id])
     assert [(d.name, d.digest) for d in summaries] == [
         ("cod-rna", spec.files[0].sha256[:36])]
+
+
+def test_resolved_params_are_the_values_used(store, tmp_path):
+    """get_params() plus what the estimator resolved: the width behind
+    sigma="scale", the C* rule's value, the random-feature count."""
+    import mlflow
+    from sklearn.kernel_approximation import RBFSampler
+    from sklearn.linear_model import SGDClassifier
+    from sklearn.pipeline import make_pipeline
+
+    from _data import two_gaussians
+    from weakkernels import TSGS3VM
+    from weakkernels.pipeline.tracking import log_resolved_params, resolved_params
+
+    X, y, _ = two_gaussians(n=120, d=4, n_labeled=20)
+    est = TSGS3VM(C=3.0, max_features=64, random_state=0).fit(X, y)
+    got = resolved_params(est)
+    assert got["C"] == 3.0 and got["sigma"] == "scale" and got["solver"] == "lbfgs"
+    assert got["sigma_"] == pytest.approx(1.0 / (X.shape[1] * X.var()))
+    assert got["C_star_"] == pytest.approx(3.0 * 20 / 100)  # C n_l / n_u
+    assert got["n_features_model_"] == est.n_features_model_ > 0
+    assert all(not callable(v) for v in got.values())
+
+    pipe = make_pipeline(RBFSampler(gamma=0.5, n_components=16, random_state=0),
+                         SGDClassifier(random_state=0))
+    pipe.fit(X[y != -1], y[y != -1])
+    got_pipe = resolved_params(pipe)
+    assert got_pipe["rbfsampler__gamma"] == 0.5
+    assert got_pipe["rbfsampler__n_components"] == 16
+    assert "steps" not in got_pipe and "rbfsampler" not in got_pipe
+
+    setup_mlflow("wk-resolved", tmp_path)
+    with mlflow.start_run() as run:
+        log_resolved_params(est)
+    params = store.get_run(run.info.run_id).data.params
+    assert float(params["est.sigma_"]) == pytest.approx(got["sigma_"])
+    assert float(params["est.C_star_"]) == pytest.approx(got["C_star_"])
+    assert params["est.solver"] == "lbfgs"
+    assert int(params["est.n_features_model_"]) == est.n_features_model_

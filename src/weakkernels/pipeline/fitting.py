@@ -44,7 +44,11 @@ from weakkernels.pipeline.registry import (
 )
 from weakkernels.pipeline.splits import eval_labels, resolve
 from weakkernels.pipeline.storage import save_npz
-from weakkernels.pipeline.tracking import log_dataset_input, log_pyfunc
+from weakkernels.pipeline.tracking import (
+    log_dataset_input,
+    log_pyfunc,
+    log_resolved_params,
+)
 
 __all__ = ["train", "train_one", "warmup_rows"]
 
@@ -65,7 +69,8 @@ def warmup_rows(y_fit: np.ndarray, is_su: bool, n: int = 40) -> np.ndarray:
 
 def train_one(model, X, y, split, n_u, params, fixed, *, seed, callback_every,
               model_path=None, on_curve=None) -> dict:
-    """Fit one model on one split; return timings, test scores and curve."""
+    """Fit one model on one split; return timings, test scores, curve and the
+    fitted estimator."""
     spec = MODELS[model]
     sp, X_fit, y_fit, n_l, prior, scale = fit_data(model, X, y, split, n_u)
     X_val, y_val = X[sp["val"]], eval_labels(y, sp, sp["val"])
@@ -121,6 +126,7 @@ def train_one(model, X, y, split, n_u, params, fixed, *, seed, callback_every,
         "n_labeled": n_l, "n_unlabeled": n_u,
         "test_idx": sp["test"], "y_test": y_test, "pred_test": pred_test,
         "score_test": s_test, "curve": curve, "X_example": X_test[:5],
+        "estimator": est,
     }
 
 
@@ -223,6 +229,7 @@ def _train_seed(model, dataset, X, y, kind, splits_dir, models_dir, pred_dir, n_
                                "n_labeled": out["n_labeled"], "n_fit": out["n_fit"]})
             log_dataset_input(DATASETS[dataset], X, resolve(split, n_u),
                               context="training", split_name=f"{kind} seed {seed}")
+            log_resolved_params(out["estimator"])
             metrics = {"fit_time_s": out["fit_time_s"],
                        "compile_time_s": out["compile_time_s"],
                        "predict_time_s": out["predict_time_s"],

@@ -48,7 +48,7 @@ from weakkernels.pipeline.registry import (
 from weakkernels.pipeline.splits import eval_labels, resolve, stratified_folds
 from weakkernels.pipeline.stale_runs import kill_stale_runs, process_tag
 from weakkernels.pipeline.storage import canonical_hash, sha256_file
-from weakkernels.pipeline.tracking import log_dataset_input
+from weakkernels.pipeline.tracking import log_dataset_input, log_resolved_params
 from weakkernels.pipeline.tuning import (
     claim_trial,
     mask_url,
@@ -151,6 +151,8 @@ def _run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
                                  prior=prior, callback=None,
                                  callback_every=callback_every, sigma_scale=scale)
                 est = build(model, params, fixed, ctx).fit(Xf, yf)
+                if run is not None and f == 0:  # once per run: the first fold's
+                    log_resolved_params(est)
                 held = sp["labeled"][te]
                 X_val, y_val = X[held], eval_labels(y, sp, held)
                 losses.append(objective(spec.task, y_val, est.predict(X_val),
@@ -191,6 +193,8 @@ def _run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
                     mlflow.set_tag("optuna.state", "PRUNED")
                 raise
             overhead = monitor.overhead
+            if run is not None:
+                log_resolved_params(est)
             loss = objective(spec.task, y_val, est.predict(X_val), scores(est, X_val))
         fit_time = time.perf_counter() - t0 - overhead
         trial.set_user_attr("fit_time_s", fit_time)

@@ -36,8 +36,10 @@ __all__ = [
     "dataset_digest",
     "log_dataset_input",
     "log_pyfunc",
+    "log_resolved_params",
     "main_repo_root",
     "provenance_tags",
+    "resolved_params",
     "setup_mlflow",
     "split_counts",
     "stage_run",
@@ -261,6 +263,44 @@ def log_dataset_input(spec: Any, X, split: dict | None = None, *,
     if split_name:
         tags["split"] = split_name
     mlflow.log_input(ds, context=context, tags=tags)
+
+
+# Fitted attributes that hold a setting as the estimator resolved it ("scale"
+# -> a width, the C* rule -> a number); logged beside get_params().
+_RESOLVED = ("sigma_", "C_star_")
+
+
+def resolved_params(est) -> dict[str, Any]:
+    """The values a fitted estimator used: ``get_params()`` (nested estimators'
+    scalar settings too, as ``step__param``; callables and estimator objects
+    left out) plus the resolved ones -- ``sigma_`` (the kernel width actually
+    used, e.g. ``sigma="scale"`` resolved), ``C_star_`` (the C* rule's value),
+    and ``n_features_model_`` (the random-feature count; ``n_blocks_ *
+    block_size`` where only those are set)."""
+    out: dict[str, Any] = {}
+    for key, value in est.get_params(deep=True).items():
+        if value is None or isinstance(value, bool | int | float | str | np.generic):
+            out[key] = value.item() if isinstance(value, np.generic) else value
+    for attr in _RESOLVED:
+        if hasattr(est, attr):
+            out[attr] = float(getattr(est, attr))
+    n_model = getattr(est, "n_features_model_", None)
+    if n_model is None and hasattr(est, "n_blocks_") and hasattr(est, "block_size"):
+        n_model = est.n_blocks_ * est.block_size
+    if n_model is not None:
+        out["n_features_model_"] = int(n_model)
+    return out
+
+
+def log_resolved_params(est, prefix: str = "est.") -> dict[str, Any]:
+    """Log :func:`resolved_params` of ``est`` into the active run, once, as
+    ``est.<name>`` params (beside the search coordinates such as
+    ``sigma_rel``); returns what was logged."""
+    import mlflow
+
+    values = resolved_params(est)
+    mlflow.log_params({f"{prefix}{k}": str(v)[:6000] for k, v in values.items()})
+    return values
 
 
 def log_params_flat(params: dict, prefix: str = "") -> None:
