@@ -15,20 +15,124 @@ UNLABELED = -1
 _SPARSE_FORMATS = ("csr", "csc", "coo")
 
 
+def _bad_sparse(X, why: str) -> ValueError:
+    return ValueError(
+        f"X is not a valid {X.format.upper()} matrix of shape {X.shape}: {why}. "
+        "Was an index array edited by hand? Rebuild it with scipy.sparse "
+        "(e.g. csr_matrix((data, indices, indptr), shape=...)) or call its "
+        "check_format()."
+    )
+
+
+def _check_index_range(X, name: str, idx: np.ndarray, bound: int) -> None:
+    if idx.size == 0:
+        return
+    lo, hi = int(idx.min()), int(idx.max())
+    if lo < 0 or hi >= bound:
+        at = int(np.argmax(idx < 0)) if lo < 0 else int(np.argmax(idx >= bound))
+        raise _bad_sparse(
+            X, f"{name}[{at}] = {int(idx[at])} is outside [0, {bound})"
+        )
+
+
+def check_sparse_structure(X) -> None:
+    """Refuse a scipy.sparse matrix whose index arrays are inconsistent.
+
+    scipy builds a matrix from ``(data, indices, indptr)`` with O(1) checks
+    only, and its attributes can be reassigned afterwards; format conversion
+    (C++) and our numba kernels then index memory with those values unchecked
+    -- an out-of-range column killed the process with SIGSEGV (RELIABILITY.md,
+    round three). This is ``check_format(full_check=True)`` without its side
+    effects (scipy's prunes and recasts the arrays in place): a few vectorized
+    O(nnz + n_rows) reductions, run before any conversion or kernel. Raises
+    ``ValueError`` naming the first bad entry.
+    """
+    fmt = X.format
+    if fmt in ("csr", "csc", "bsr"):
+        indptr, indices, data = X.indptr, X.indices, X.data
+        for name, arr in (("indptr", indptr), ("indices", indices)):
+            if not isinstance(arr, np.ndarray) or arr.ndim != 1 or (
+                arr.dtype.kind not in "iu"
+            ):
+                raise _bad_sparse(X, f"{name} must be a 1-D integer array")
+        if not isinstance(data, np.ndarray):
+            raise _bad_sparse(X, "data must be an array")
+        if fmt == "bsr":
+            R, C = X.blocksize
+            major, minor = X.shape[0] // R, X.shape[1] // C
+            if data.ndim != 3 or data.shape[1:] != (R, C):
+                raise _bad_sparse(X, f"data must have shape (nnz, {R}, {C})")
+        else:
+            major, minor = X.shape if fmt == "csr" else X.shape[::-1]
+            if data.ndim != 1:
+                raise _bad_sparse(X, "data must be 1-D")
+        if indptr.size != major + 1:
+            raise _bad_sparse(
+                X, f"indptr has {indptr.size} entries, expected {major + 1}"
+            )
+        if indptr[0] != 0:
+            raise _bad_sparse(X, f"indptr[0] = {int(indptr[0])}, expected 0")
+        if indices.shape[0] != data.shape[0]:
+            raise _bad_sparse(
+                X, f"{indices.shape[0]} indices but {data.shape[0]} data values"
+            )
+        nnz = int(indptr[-1])
+        if not 0 <= nnz <= indices.shape[0]:
+            raise _bad_sparse(
+                X, f"indptr[-1] = {nnz} but indices has {indices.shape[0]} entries"
+            )
+        if major > 0:
+            steps = np.diff(indptr)
+            if steps.min() < 0:
+                at = int(np.argmax(steps < 0))
+                raise _bad_sparse(
+                    X, f"indptr decreases at {at + 1} ({int(indptr[at])} -> "
+                    f"{int(indptr[at + 1])}); it must be non-decreasing"
+                )
+        _check_index_range(X, "indices", indices[:nnz], minor)
+    elif fmt == "coo":
+        coords = getattr(X, "coords", None) or (X.row, X.col)
+        data = X.data
+        if len(coords) != 2 or not isinstance(data, np.ndarray) or data.ndim != 1:
+            raise _bad_sparse(X, "expected 2 coordinate arrays and 1-D data")
+        for name, idx, bound in zip(("row", "col"), coords, X.shape, strict=True):
+            if (not isinstance(idx, np.ndarray) or idx.ndim != 1
+                    or idx.dtype.kind not in "iu"):
+                raise _bad_sparse(X, f"{name} must be a 1-D integer array")
+            if idx.shape[0] != data.shape[0]:
+                raise _bad_sparse(
+                    X, f"{idx.shape[0]} {name} indices but {data.shape[0]} values"
+                )
+            _check_index_range(X, name, idx, bound)
+
+
 def _canonical_csr(X):
     """CSR with sorted, duplicate-free indices and int64-safe index arrays.
 
     The numba kernels walk ``indptr/indices/data`` and assume one entry per
     (row, column); scipy allows duplicates and unsorted indices in a valid
-    matrix, so they are summed and sorted here, once, at the boundary.
+    matrix, so they are summed and sorted here, once, at the boundary -- after
+    :func:`check_sparse_structure` has refused inconsistent index arrays.
     """
     if not sp.issparse(X):
         return X
+    check_sparse_structure(X)
     X = sp.csr_matrix(X)
     if not X.has_canonical_format:
         X = X.copy()
         X.sum_duplicates()
     return X
+
+
+def _precheck_sparse(X, accept_sparse: bool) -> None:
+    """Check a sparse input that ``validate_data`` would convert (C++) itself.
+
+    CSR/CSC/COO pass through ``validate_data`` untouched (no index is read)
+    and are checked in :func:`_canonical_csr`; other formats (BSR) would be
+    converted first, so they are checked here.
+    """
+    if accept_sparse and sp.issparse(X) and X.format not in _SPARSE_FORMATS:
+        check_sparse_structure(X)
 
 
 def validate_semi_supervised(
@@ -56,6 +160,7 @@ def validate_semi_supervised(
     With ``accept_sparse``, scipy.sparse input is returned as CSR with sorted
     indices (the layout the numba kernels read); dense input stays dense.
     """
+    _precheck_sparse(X, accept_sparse)
     X, y = validate_data(
         estimator,
         X,
@@ -107,6 +212,7 @@ def validate_predict(
     With ``keep_float32``, float32 input (e.g. a ``np.memmap``) is not copied;
     with ``accept_sparse``, sparse input comes back as canonical CSR.
     """
+    _precheck_sparse(X, accept_sparse)
     X = validate_data(
         estimator,
         X,
