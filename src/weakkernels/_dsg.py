@@ -21,12 +21,14 @@ from __future__ import annotations
 import math
 import os
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
 
 import numba
 import numpy as np
 import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from weakkernels._constraints import RANDOM_FEATURE_CONSTRAINTS, SIGMA_OR_SCALE
@@ -495,6 +497,27 @@ def feature_layout(max_features, block_size: int, default=None) -> int:
     return int(max_features) // B
 
 
+# solver="sgd": the most steps a fit takes, whatever n_passes, max_iter or
+# min_iter ask (a ConvergenceWarning says when it binds): 2^22 steps of batch
+# 256 are a billion rows, 10 passes over 100 M.
+SGD_MAX_STEPS = 1 << 22
+
+
+def check_feature_memory(spec: FeatureSpec, n_features: int) -> None:
+    """Refuse, before allocating, an expansion whose frequencies (``d x D``,
+    ``degree x d x D`` for the polynomial kernel) do not fit in the memory
+    available now; the message names the parameters that set ``D``."""
+    per = spec.d * (1 if spec.is_fourier else spec.degree) * spec.dtype.itemsize
+    need = per * int(n_features)
+    avail = available_memory_bytes()
+    if need > avail:
+        raise ValueError(
+            f"{n_features} random features of {spec.d} inputs need "
+            f"{need / 2**30:.3g} GiB for their frequencies, more than the "
+            f"{avail / 2**30:.3g} GiB available: lower max_features / "
+            "n_components / block_size.")
+
+
 def seeded_sample(n: int, m: int, seed: int, stream: int = 1) -> np.ndarray:
     """Sorted indices of a seeded uniform sample of ``min(n, m)`` of ``n`` rows
     (calibration, thresholds and balancing use the same rows at every call)."""
@@ -527,8 +550,17 @@ def fit_expansion(problem: Problem, spec: FeatureSpec, *, solver: str,
     SGD steps, or after each L-BFGS stage.
     """
     if solver == "lbfgs":
+        check_feature_memory(spec, max_blocks * spec.block_size)
         return _fit_primal(problem, spec, max_blocks, n_iter, anneal, tol, seed,
                            monitor)
+    if n_iter > SGD_MAX_STEPS:
+        warnings.warn(
+            f"solver='sgd': {n_iter} steps asked (n_passes / max_iter / "
+            f"min_iter); stopping at the ceiling of {SGD_MAX_STEPS} "
+            "(weakkernels._dsg.SGD_MAX_STEPS).", ConvergenceWarning, stacklevel=3)
+        n_iter = SGD_MAX_STEPS
+    # T steps add at most T blocks
+    check_feature_memory(spec, min(max_blocks, max(int(n_iter), 1)) * spec.block_size)
     return _fit_sgd(problem, spec, max_blocks, n_iter, batch_size, step, anneal,
                     seed, monitor, monitor_every)
 

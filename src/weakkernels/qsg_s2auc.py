@@ -215,7 +215,9 @@ class _AUCRankerMixin:
         return float(np.quantile(f_ref, 1.0 - self.prior_))
 
     def _fit_platt(self, XL, y01):
-        fL = self.decision_function(XL)
+        # XL: training rows, validated with X (re-validating the ndarray
+        # warned "X does not have valid feature names" after fit(DataFrame))
+        fL = self._decision(XL)
         # non-finite -> ValueError naming the kernel; constant -> warning
         check_fitted_model(self, fL, fL)
         self.platt_ = np.array(fit_platt(fL, y01))
@@ -564,9 +566,11 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         (Algorithm 2). Larger means more likely positive; AUC-ranked. ``X``
         may be dense or scipy.sparse (CSR, CSC, COO)."""
         check_is_fitted(self)
-        X = validate_predict(self, X, accept_sparse=True)
-        f = self.spec_.decision(X, self.coef_, self.n_blocks_)[:, 0]
-        return f - self.threshold_
+        return self._decision(validate_predict(self, X, accept_sparse=True))
+
+    def _decision(self, X):
+        """:meth:`decision_function` on validated rows."""
+        return self.spec_.decision(X, self.coef_, self.n_blocks_)[:, 0] - self.threshold_
 
     def _artifact_state(self):
         meta, arrays = expansion_state(self)

@@ -746,6 +746,13 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
             self.kernel, self.sigma, self.degree, self.coef0, X.shape[1], B,
             seed_from_random_state(self.random_state), np.dtype(self.dtype),
         )
+        need = self.n_blocks_ * B * X.shape[1] * (
+            1 if self.spec_.is_fourier else self.degree) * self.spec_.dtype.itemsize
+        if need > 1 << 34:
+            # transform holds every block's frequencies at once (16 GiB here)
+            raise ValueError(
+                f"n_components={self.n_components} of {X.shape[1]} inputs need "
+                f"{need / 2**30:.3g} GiB of frequencies; lower n_components.")
         # The block norm assumes one block approximates k; with several blocks the
         # concatenation is rescaled so the whole map does.
         self._rescale = 1.0 / math.sqrt(self.n_blocks_)

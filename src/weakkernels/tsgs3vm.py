@@ -326,7 +326,9 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
             self._set_model_state(result.model, X, idx_u, r, seed, result.intercept)
         result.model.release()
         # Platt scaling on the labeled points: the only ones with known labels.
-        fL = self.decision_function(XL)
+        # XL was validated with X: not again (a DataFrame's feature names are
+        # not on the ndarray, and re-validating warned on every fit).
+        fL = self._decision(XL)
         # non-finite -> ValueError naming the kernel; constant -> warning
         check_fitted_model(self, np.r_[self.coef_.ravel(), self.intercept_], fL)
         fL = fL[:, None] if fL.ndim == 1 else fL
@@ -361,6 +363,10 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
         ``X`` may be dense or scipy.sparse (CSR, CSC, COO)."""
         check_is_fitted(self)
         X = validate_predict(self, X, keep_float32=True, accept_sparse=True)
+        return self._decision(X)
+
+    def _decision(self, X):
+        """:meth:`decision_function` on validated rows."""
         f = self.spec_.decision(X, self.coef_, self.n_blocks_) + self.intercept_
         return f[:, 0] if f.shape[1] == 1 else f
 

@@ -164,7 +164,10 @@ class _ExactAUCBase(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimat
     def decision_function(self, X):
         """``sum_i theta_i k(x_i, x) - threshold_`` over the training points."""
         check_is_fitted(self)
-        X = validate_predict(self, X, accept_sparse=True)
+        return self._decision(validate_predict(self, X, accept_sparse=True))
+
+    def _decision(self, X):
+        """:meth:`decision_function` on validated rows."""
         if not sp.issparse(X):
             return self._kernel(X, self.X_fit_) @ self.coef_ - self.threshold_
         # CSR rows are densified a block at a time: any number of test rows

@@ -1,0 +1,66 @@
+"""Estimator edges of the random-feature solvers: bounded budgets that name
+their parameter, and no spurious warning after fitting a DataFrame."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from weakkernels import QSGS2AUC, TSGS3VM, RandomFeatures, _dsg
+
+
+def _semi(n=200, d=5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.full(n, -1)
+    y[:20] = (X[:20, 0] > 0).astype(int)
+    y[:2] = [0, 1]
+    return X, y
+
+
+@pytest.mark.parametrize("est", [TSGS3VM(random_state=0),
+                                 QSGS2AUC(random_state=0, prior=0.5)])
+def test_fit_on_a_dataframe_does_not_warn(est):
+    pd = pytest.importorskip("pandas")
+    X, y = _semi()
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        est.fit(df, y)
+    assert list(est.feature_names_in_) == list(df.columns)
+
+
+def test_sgd_step_ceiling_binds_with_a_warning(monkeypatch):
+    """n_passes=1e9 on 200 rows no longer runs (practically) forever."""
+    monkeypatch.setattr(_dsg, "SGD_MAX_STEPS", 30)
+    X, y = _semi()
+    est = TSGS3VM(solver="sgd", n_passes=1e9, batch_size=16, block_size=8,
+                  random_state=0)
+    with pytest.warns(ConvergenceWarning, match="SGD_MAX_STEPS"):
+        est.fit(X, y)
+    assert est.n_iter_ == 30
+
+
+def test_qsg_min_iter_ceiling(monkeypatch):
+    monkeypatch.setattr(_dsg, "SGD_MAX_STEPS", 25)
+    X, y = _semi()
+    est = QSGS2AUC(solver="sgd", min_iter=10**9, batch_size=16, block_size=8,
+                   prior=0.5, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="ceiling"):
+        est.fit(X, y)
+    assert est.n_iter_ == 25
+
+
+@pytest.mark.parametrize("kw", [{"max_features": 2**40},
+                                {"block_size": 2**40, "max_features": 2**40}])
+def test_feature_budget_beyond_memory_is_refused_before_allocating(kw):
+    X, y = _semi()
+    with pytest.raises(ValueError, match="max_features / n_components / block_size"):
+        TSGS3VM(random_state=0, **kw).fit(X, y)
+
+
+def test_random_features_n_components_bound():
+    X = np.zeros((3, 1000))
+    with pytest.raises(ValueError, match="n_components=10000000"):
+        RandomFeatures(n_components=10**7).fit(X)
