@@ -570,7 +570,8 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
 
     def _decision(self, X):
         """:meth:`decision_function` on validated rows."""
-        return self.spec_.decision(X, self.coef_, self.n_blocks_)[:, 0] - self.threshold_
+        f = self.spec_.decision(X, self.coef_, self.n_blocks_)[:, 0]
+        return f - self.threshold_
 
     def _artifact_state(self):
         meta, arrays = expansion_state(self)
