@@ -4,7 +4,8 @@ The metrics, the reload check and the degenerate flags are
 :mod:`weakkernels.pipeline.evaluation`.  Writes ``<out>/per_seed.json``,
 ``<out>/summary.json`` and the headline ``--metrics`` (DVC outputs, no
 timings); the same records with timings and MLflow run ids go to the
-undeclared ``results/timings/``, and the test metrics into the train runs.
+undeclared ``results/timings/``, and the test metrics into the train runs; each
+dataset's champion goes to the model registry (``weakkernels-<dataset>``).
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ import sys
 from pathlib import Path
 
 from weakkernels.pipeline.evaluation import (
+    champions,
     check_reloads,
     evaluate,
     headline,
     log_to_mlflow,
+    register_champions,
     summary_lines,
 )
 from weakkernels.pipeline.params_schema import load_params
@@ -44,8 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     runs = json.loads(Path(args.runs).read_text())["runs"]
     side_path = timings / "train.json"
     side = json.loads(side_path.read_text()) if side_path.exists() else {}
+    runs = merge_runs(runs, side)
     per_seed, summary = evaluate(
-        merge_runs(runs, side), args.predictions, args.prepared,
+        runs, args.predictions, args.prepared,
         check_reload=bool(params["evaluate"]["check_reload"]))
     check_reloads(per_seed)
     atomic_write_json(Path(args.out) / "per_seed.json", strip(per_seed))
@@ -57,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
         setup_mlflow(params["mlflow"]["experiment"],
                      repo_root(Path(args.params).resolve().parent))
         log_to_mlflow(per_seed, summary, side.get("parent_run_id"))
+        for ds, reg in register_champions(champions(runs, per_seed)).items():
+            print(f"champion {ds}: models:/{reg['name']}@champion = version "
+                  f"{reg['version']}" + ("" if reg["moved"] else " (unchanged)"))
     print("\n".join(summary_lines(summary)))
     return 0
 

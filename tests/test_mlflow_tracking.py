@@ -180,3 +180,73 @@ def test_resolved_params_are_the_values_used(store, tmp_path):
     assert float(params["est.C_star_"]) == pytest.approx(got["C_star_"])
     assert params["est.solver"] == "lbfgs"
     assert int(params["est.n_features_model_"]) == est.n_features_model_
+
+
+def _rec(model, nu, seed, val_loss, **kw):
+    return {"model": model, "dataset": "toy", "n_unlabeled": nu, "seed": seed,
+            "task": "ssl", "val_loss": val_loss, "pyfunc_uri": f"models:/m-{model}",
+            "model_file": f"{model}.wkm", **kw}
+
+
+def test_champion_is_chosen_on_validation_loss_never_degenerate():
+    from weakkernels.pipeline.evaluation import champions
+
+    runs = [_rec("tsgs3vm", 100, 1, 0.20), _rec("tsgs3vm", 100, 2, 0.10),
+            _rec("cccp_tsvm", 100, 1, 0.05), _rec("cccp_tsvm", 100, 2, 0.05),
+            _rec("frs3vm", 300, 1, 0.12), _rec("frs3vm", 300, 2, 0.12),
+            _rec("qsgs2auc", 100, 1, 0.01, task="auc"),  # 1 - AUC: not an error
+            _rec("svc", 100, 1, 0.0, pyfunc_uri=None)]   # not servable
+    per_seed = [{"model": "cccp_tsvm", "dataset": "toy", "n_unlabeled": 100,
+                 "seed": 2, "degenerate_reason": "predicts only class 0"}]
+    chosen = champions(runs, per_seed)
+    assert (chosen["toy"]["model"], chosen["toy"]["seed"]) == ("frs3vm", 1)
+    best = champions(runs, [])["toy"]
+    assert (best["model"], best["seed"]) == ("cccp_tsvm", 1)  # tie: lower seed
+    assert champions(runs[:2], [])["toy"]["seed"] == 2  # lower validation loss
+
+
+def test_champion_registered_moves_only_when_the_model_changes(store, tmp_path):
+    """evaluate registers weakkernels-<dataset>@champion; a rerun with the same
+    model file keeps the version, a changed model moves the alias; the
+    champion serves raw rows (the prepare stage's scaling inside)."""
+    import mlflow
+    import pandas as pd
+
+    from _data import two_gaussians
+    from weakkernels import TSGS3VM
+    from weakkernels.pipeline.evaluation import champions, register_champions
+    from weakkernels.pipeline.tracking import log_pyfunc
+
+    X, y, _ = two_gaussians(n=120, d=3, n_labeled=20)
+    lo, span = X.min(0), X.max(0) - X.min(0)
+    Xs = (X - lo) / span  # what the prepare stage hands the estimators
+    setup_mlflow("wk-registry", tmp_path)
+    recs = []
+    for i, C in enumerate((1.0, 10.0)):
+        est = TSGS3VM(C=C, max_features=64, random_state=0).fit(Xs, y)
+        path = tmp_path / f"m{i}.wkm"
+        est.save(path)
+        with mlflow.start_run() as run:
+            info = log_pyfunc(path, Xs[:3], scaler=(lo, span))
+        recs.append(_rec("tsgs3vm", 100, 1, 0.1, pyfunc_uri=info.model_uri,
+                         model_file=str(path), run_id=run.info.run_id, est=est))
+
+    first = register_champions(champions(recs[:1], []))
+    assert first == {"toy": {"name": "weakkernels-toy", "version": "1",
+                             "moved": True}}
+    again = register_champions(champions(recs[:1], []))  # an unchanged rerun
+    assert again["toy"] == {"name": "weakkernels-toy", "version": "1",
+                            "moved": False}
+    assert len(store.search_model_versions("name='weakkernels-toy'")) == 1
+    moved = register_champions(champions(recs[1:], []))
+    assert moved["toy"]["version"] == "2" and moved["toy"]["moved"]
+    mv = store.get_model_version_by_alias("weakkernels-toy", "champion")
+    assert str(mv.version) == "2" and mv.tags["train_run_id"] == recs[1]["run_id"]
+
+    served = mlflow.pyfunc.load_model("models:/weakkernels-toy@champion")
+    out = served.predict(pd.DataFrame(X, columns=["x0", "x1", "x2"]))  # raw rows
+    np.testing.assert_allclose(out["score"].to_numpy(),
+                               recs[1]["est"].decision_function(Xs), rtol=1e-9,
+                               atol=1e-9)
+    np.testing.assert_array_equal(out["label"].to_numpy(),
+                                  recs[1]["est"].predict(Xs))

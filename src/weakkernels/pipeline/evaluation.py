@@ -23,7 +23,9 @@ flag and its reason go into the summary, the report and MLflow
 The same values go to MLflow with the ``test_`` prefix: per seed into the seed
 run, means into the model x dataset x n_unlabeled run, and the comparison (each
 model's mean test error / AUC per dataset, :func:`parent_metrics`) into the
-``train`` parent run.
+``train`` parent run.  Each dataset's best servable classifier is registered
+in MLflow's model registry as ``weakkernels-<dataset>`` with the alias
+``champion`` (:func:`champions`, :func:`register_champions`).
 """
 
 from __future__ import annotations
@@ -34,11 +36,12 @@ import numpy as np
 
 from weakkernels.pipeline.common import load_prepared
 from weakkernels.pipeline.registry import MODELS, load_model, scores
-from weakkernels.pipeline.storage import load_npz
+from weakkernels.pipeline.storage import load_npz, sha256_file
 
-__all__ = ["check_reloads", "comparison_size", "degenerate_reason", "evaluate",
-           "headline", "log_to_mlflow", "parent_metrics", "summary_lines",
-           "test_metrics"]
+__all__ = ["CHAMPION", "REGISTERED_PREFIX", "champions", "check_reloads",
+           "comparison_size", "degenerate_reason", "evaluate",
+           "headline", "log_to_mlflow", "parent_metrics", "register_champions",
+           "summary_lines", "test_metrics"]
 
 
 def test_metrics(y_true, y_pred, score) -> dict[str, float]:
@@ -220,6 +223,79 @@ def log_to_mlflow(per_seed, summary, parent_run_id=None) -> None:
             client.set_tag(parent_run_id, k, model)
         client.log_batch(parent_run_id, metrics=[
             Metric(k, float(v), now, 0) for k, v in parent_metrics(summary).items()])
+
+
+REGISTERED_PREFIX = "weakkernels-"
+CHAMPION = "champion"
+# Tag of a registered version: the sha256 of its model file, which is
+# byte-identical for the same code, params and data (README, "Every DVC output
+# is reproducible"), so an unchanged rerun leaves the alias where it is.
+MODEL_SHA_TAG = "model_file.sha256"
+
+
+def champions(runs: list[dict], per_seed: list[dict]) -> dict[str, dict]:
+    """The model to serve per dataset: ``{dataset: train record}``.
+
+    Candidates are the classifiers logged as MLflow pyfunc models (``task ==
+    "ssl"``, a ``pyfunc_uri``) whose model x size is not flagged degenerate on
+    any seed.  The model x size with the lowest mean *validation* loss wins
+    (the test points stay for reporting), then its seed with the lowest
+    validation loss; ties go to the model name, the size and the seed, so the
+    choice is a function of the DVC outputs."""
+    flagged = {(r["model"], r["dataset"], r["n_unlabeled"]) for r in per_seed
+               if r.get("degenerate_reason")}
+    groups: dict[tuple, list[dict]] = {}
+    for r in runs:
+        key = (r["model"], r["dataset"], r["n_unlabeled"])
+        if r.get("pyfunc_uri") and r.get("task") == "ssl" and key not in flagged:
+            groups.setdefault(key, []).append(r)
+    best: dict[str, tuple] = {}
+    for (model, dataset, n_u), recs in groups.items():
+        rank = (float(np.mean([r["val_loss"] for r in recs])), model, n_u)
+        if dataset not in best or rank < best[dataset][0]:
+            best[dataset] = (rank, min(recs, key=lambda r: (r["val_loss"],
+                                                             r["seed"])))
+    return {ds: rec for ds, (_, rec) in sorted(best.items())}
+
+
+def register_champions(chosen: dict[str, dict]) -> dict[str, dict]:
+    """Register each dataset's champion as ``weakkernels-<dataset>`` with the
+    alias ``champion`` (served as ``models:/weakkernels-<dataset>@champion``).
+
+    A new version is registered, and the alias moved, only when the chosen
+    model file differs (by sha256) from the one the alias points at: an
+    unchanged ``dvc repro`` keeps the version users serve.  Returns per
+    dataset ``{name, version, moved}``."""
+    import mlflow
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    client = MlflowClient()
+    out = {}
+    for dataset, rec in chosen.items():
+        name = f"{REGISTERED_PREFIX}{dataset}"
+        sha = sha256_file(rec["model_file"])
+        try:
+            current = client.get_model_version_by_alias(name, CHAMPION)
+        except MlflowException:  # no such model or alias yet
+            current = None
+        if current is not None and current.tags.get(MODEL_SHA_TAG) == sha:
+            out[dataset] = {"name": name, "version": str(current.version),
+                             "moved": False}
+            continue
+        tags = {MODEL_SHA_TAG: sha, "model": rec["model"], "dataset": dataset,
+                "n_unlabeled": str(rec["n_unlabeled"]), "seed": str(rec["seed"]),
+                "val_loss": repr(float(rec["val_loss"]))}
+        if rec.get("run_id"):
+            tags["train_run_id"] = rec["run_id"]
+        mv = mlflow.register_model(rec["pyfunc_uri"], name, tags=tags)
+        client.set_registered_model_alias(name, CHAMPION, mv.version)
+        client.update_registered_model(
+            name, description=f"The served weakkernels classifier for {dataset}: "
+            f"raw feature rows in, label and score out; the alias '{CHAMPION}' "
+            f"is set by the evaluate stage (lowest validation loss).")
+        out[dataset] = {"name": name, "version": str(mv.version), "moved": True}
+    return out
 
 
 def check_reloads(per_seed: list[dict], tol: float = 1e-6) -> None:
