@@ -250,3 +250,54 @@ def test_champion_registered_moves_only_when_the_model_changes(store, tmp_path):
                                atol=1e-9)
     np.testing.assert_array_equal(out["label"].to_numpy(),
                                   recs[1]["est"].predict(Xs))
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_dead_tracking_server_is_an_error_naming_it(tmp_path, monkeypatch):
+    """MLFLOW_TRACKING_URI at a closed port: an error naming the URI at once,
+    not MLflow's minutes of silent retries."""
+    import time
+
+    from weakkernels.pipeline.tracking import TrackingUnreachable
+
+    uri = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    t0 = time.perf_counter()
+    with pytest.raises(TrackingUnreachable, match=f"{uri} .*did not answer within"):
+        setup_mlflow("wk-dead", tmp_path)
+    assert time.perf_counter() - t0 < 3.0
+    monkeypatch.setenv("MLFLOW_TRACKING_URI",
+                       f"postgresql+psycopg2://u:s3cret@127.0.0.1:{_free_port()}/db")
+    with pytest.raises(TrackingUnreachable) as info:
+        setup_mlflow("wk-dead", tmp_path)
+    assert "u:***@127.0.0.1" in str(info.value) and "s3cret" not in str(info.value)
+
+
+def test_silent_tracking_server_times_out(tmp_path, monkeypatch):
+    """A server that accepts the connection but never answers: an error after
+    the stated timeout."""
+    import socket
+    import time
+
+    from weakkernels.pipeline.tracking import (
+        REACHABLE_TIMEOUT_S,
+        TrackingUnreachable,
+        check_reachable,
+    )
+
+    with socket.socket() as srv:  # listens, never accepts or answers
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(1)
+        uri = f"http://127.0.0.1:{srv.getsockname()[1]}"
+        t0 = time.perf_counter()
+        with pytest.raises(TrackingUnreachable, match="within 1 s"):
+            check_reachable(uri, timeout=1.0)
+        assert 0.9 < time.perf_counter() - t0 < 4.0
+    assert REACHABLE_TIMEOUT_S <= 10

@@ -21,6 +21,7 @@ import warnings
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
@@ -33,6 +34,9 @@ from weakkernels.pipeline.storage import (
 __all__ = [
     "EXPERIMENT_KIND",
     "EXPERIMENT_KIND_TAG",
+    "REACHABLE_TIMEOUT_S",
+    "TrackingUnreachable",
+    "check_reachable",
     "dataset_digest",
     "log_dataset_input",
     "log_pyfunc",
@@ -72,8 +76,65 @@ def tracking_uri(root: str | os.PathLike) -> str:
     return f"sqlite:///{main_repo_root(root) / 'mlflow.db'}"
 
 
+# Seconds a tracking server (or database server) gets to answer before a stage
+# gives up: MLflow's own client retries a dead server with back-off for minutes
+# and prints nothing meanwhile.
+REACHABLE_TIMEOUT_S = 5.0
+
+
+class TrackingUnreachable(ConnectionError):
+    """The tracking store named by ``MLFLOW_TRACKING_URI`` does not answer."""
+
+
+def _masked(uri: str) -> str:
+    parts = urlsplit(uri)
+    if parts.password is None:
+        return uri
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def check_reachable(uri: str, timeout: float = REACHABLE_TIMEOUT_S) -> None:
+    """Raise :class:`TrackingUnreachable`, naming ``uri``, unless the tracking
+    store answers within ``timeout`` seconds.
+
+    An ``http(s)://`` server must answer ``GET /health`` (any HTTP status
+    counts: a proxy asking for credentials is reachable); a database URI with
+    a host (``postgresql://``, ``mysql://``) must accept a TCP connection.
+    Local stores (``sqlite:///``, ``file:``, a path) are not checked."""
+    import socket
+    import urllib.error
+    import urllib.request
+
+    parts = urlsplit(uri)
+    where = (f"MLflow tracking store {_masked(uri)} (MLFLOW_TRACKING_URI) did not "
+             f"answer within {timeout:g} s")
+    hint = "; start the server or unset MLFLOW_TRACKING_URI to log to the local store"
+    try:
+        if parts.scheme in ("http", "https"):
+            try:
+                with urllib.request.urlopen(uri.rstrip("/") + "/health",
+                                            timeout=timeout):
+                    pass
+            except urllib.error.HTTPError:
+                pass  # the server answered
+        elif parts.hostname and parts.scheme not in ("file", "sqlite"):
+            port = parts.port or {"postgresql": 5432, "mysql": 3306,
+                                  "mssql": 1433}.get(parts.scheme.split("+")[0])
+            if port is not None:
+                socket.create_connection((parts.hostname, port),
+                                         timeout=timeout).close()
+    except (OSError, urllib.error.URLError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise TrackingUnreachable(f"{where}: {reason}{hint}") from None
+
+
 def setup_mlflow(experiment: str, root: str | os.PathLike) -> str:
-    """Point MLflow at the store and return the experiment id (created if needed)."""
+    """Point MLflow at the store and return the experiment id (created if needed).
+
+    A store named by ``MLFLOW_TRACKING_URI`` is checked first
+    (:func:`check_reachable`): a dead server is an error naming it after at
+    most :data:`REACHABLE_TIMEOUT_S` seconds, not a silent hang."""
     for k, v in _TELEMETRY_OFF.items():
         os.environ.setdefault(k, v)
     # One progress bar per logged model is noise in a stage's log.
@@ -84,7 +145,9 @@ def setup_mlflow(experiment: str, root: str | os.PathLike) -> str:
     warnings.filterwarnings("ignore", message=r"The ``noload`` loader strategy")
     import mlflow
 
-    mlflow.set_tracking_uri(tracking_uri(root))
+    uri = tracking_uri(root)
+    check_reachable(uri)
+    mlflow.set_tracking_uri(uri)
     run_id = os.environ.get("MLFLOW_RUN_ID")
     if run_id:
         # Inside `mlflow run`: the project run (in the experiment chosen on the
