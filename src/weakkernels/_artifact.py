@@ -31,13 +31,15 @@ scikit-learn does.
 
 from __future__ import annotations
 
+import errno
 import functools
 import io
 import json
 import math
 import os
 import re
-import tempfile
+import secrets
+import stat
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -103,10 +105,58 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"cannot store {type(value).__name__} in a model file")
 
 
+def check_replaceable(path: Path) -> None:
+    """Refuse to rename a new file over anything but a regular file (or link).
+
+    ``os.replace`` swaps directory entries: run as root, ``save("/dev/full")``
+    replaced the device node itself with a model file (RELIABILITY.md, round
+    three). A symbolic link is replaced as a link; its target is untouched.
+    """
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+        raise FileExistsError(
+            errno.EEXIST,
+            f"{_file_kind(st.st_mode)} exists at this path; refusing to replace "
+            "it (only a regular file is overwritten)",
+            str(path),
+        )
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character "
+                       "device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "a non-regular file"
+
+
+def temp_file_beside(path: Path) -> tuple[int, Path]:
+    """Create and open an empty temporary file in ``path``'s directory.
+
+    Created with mode ``0o666`` so the kernel applies the user's umask (0644
+    under umask 022) -- ``tempfile.mkstemp`` always gives 0600, and a model
+    file renamed from it was unreadable to a serving user.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(path))
+
+
 def _atomic_write_bytes(path: Path, payload: bytes) -> None:
-    """Write via a temporary file in the same directory and rename over ``path``."""
+    """Write via a temporary file in the same directory and rename over ``path``
+    (only if ``path`` is a regular file or absent; mode from the umask)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    check_replaceable(path)
+    fd, tmp = temp_file_beside(path)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
@@ -275,9 +325,47 @@ def save_bytes(path: str | os.PathLike, payload: bytes) -> None:
     _atomic_write_bytes(Path(path), payload)
 
 
+def max_file_bytes(max_bytes: int = MAX_BYTES) -> int:
+    """The largest model file :func:`read_model_file` reads for ``max_bytes``:
+    the members' bound plus meta.json and the ZIP records around them."""
+    return max_bytes + MAX_META_BYTES + MAX_MEMBERS * 1024 + 2**16
+
+
+def read_model_file(path: str | os.PathLike, *, max_bytes: int = MAX_BYTES) -> bytes:
+    """The bytes of a model file, its type and size checked before reading.
+
+    A FIFO blocked ``load`` forever and ``/dev/zero`` or a 3 GiB file were read
+    whole before any check (``MemoryError`` after 1.6 GB resident): the file
+    is opened without blocking, must be a regular file, and its size must be
+    within :func:`max_file_bytes` -- else :class:`ModelFormatError`.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ModelFormatError(
+                f"{os.fspath(path)!r} is {_file_kind(st.st_mode)}, not a regular "
+                "file: refusing to read it as a model file"
+            )
+        limit = max_file_bytes(max_bytes)
+        if st.st_size > limit:
+            raise ModelFormatError(
+                f"{os.fspath(path)!r} is {st.st_size} bytes, beyond the {limit} a "
+                f"model within max_bytes={max_bytes} can take; pass max_bytes to "
+                "load a larger model"
+            )
+        payload = fh.read(limit + 1)  # the file may grow after fstat
+    if len(payload) > limit:
+        raise ModelFormatError(f"{os.fspath(path)!r} grew beyond {limit} bytes "
+                               "while being read")
+    return payload
+
+
 def load(path: str | os.PathLike, *, max_bytes: int = MAX_BYTES):
     """Load any weakkernels estimator saved with ``est.save(path)``."""
-    return load_bytes(Path(path).read_bytes(), max_bytes=max_bytes)
+    return load_bytes(read_model_file(path, max_bytes=max_bytes),
+                      max_bytes=max_bytes)
 
 
 def load_bytes(payload: bytes, *, max_bytes: int = MAX_BYTES):
@@ -369,7 +457,8 @@ class ArtifactMixin:
     @classmethod
     def load(cls, path: str | os.PathLike, *, max_bytes: int = MAX_BYTES):
         """Read a model written by :meth:`save` (no pickle involved)."""
-        return cls.from_bytes(Path(path).read_bytes(), max_bytes=max_bytes)
+        return cls.from_bytes(read_model_file(path, max_bytes=max_bytes),
+                              max_bytes=max_bytes)
 
     @classmethod
     def _from_artifact(cls, meta: dict, arrays: dict):

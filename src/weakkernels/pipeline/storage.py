@@ -11,7 +11,6 @@ import hashlib
 import io
 import json
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from weakkernels._artifact import _jsonable
+from weakkernels._artifact import _jsonable, check_replaceable, temp_file_beside
 
 __all__ = [
     "atomic_write",
@@ -50,10 +49,13 @@ def atomic_write(path: str | os.PathLike, writer: Callable[[Path], None]) -> Pat
 
     The temporary file lives in the same directory (same file system), so the
     final :func:`os.replace` is atomic; on any error the temporary is removed.
+    The file gets the user's umask (0644 under 022); an existing ``path``
+    that is not a regular file (a device, a FIFO) is refused, not replaced.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    check_replaceable(path)  # never rename over a device, FIFO or directory
+    fd, tmp = temp_file_beside(path)  # mode 0o666 & ~umask, not mkstemp's 0600
     os.close(fd)
     tmp_path = Path(tmp)
     try:
