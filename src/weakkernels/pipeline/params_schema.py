@@ -17,7 +17,8 @@ Rules
   used;
 * an unknown key that resembles no known key only warns, so a stage added by
   another change does not break the pipeline before this schema learns it;
-* ``data.datasets`` names must be in the dataset manifest;
+* ``data.datasets`` names must be in the dataset manifest and ``models.names``
+  in the model registry (the nearest valid name is suggested);
 * no password in a storage URL: credentials come from the environment
   (``$WK_OPTUNA_STORAGE``, ``PGPASSWORD`` or ``~/.pgpass``), never from a file
   that DVC hashes and MLflow logs.
@@ -229,6 +230,22 @@ def _fixed_vs_searched(params: Mapping) -> list[str]:
     return out
 
 
+def _unknown_names(where: str, names: Any, known: Mapping, what: str) -> list[str]:
+    """Names in ``names`` missing from ``known``, each with the nearest valid
+    one (difflib) -- an unknown model used to pass here and fail later with
+    ``KeyError`` deep in a stage."""
+    if not isinstance(names, list):
+        return []
+    out = []
+    for name in names:
+        if isinstance(name, str) and name not in known:
+            close = difflib.get_close_matches(name, list(known), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            out.append(f"{where}: {name!r} is not in {what}{hint}; known: "
+                       f"{sorted(known)}")
+    return out
+
+
 def validate_params(params: Any, *, source: str = "params.yaml") -> dict:
     """Check ``params`` against :data:`SCHEMA`; return it unchanged.
 
@@ -239,14 +256,14 @@ def validate_params(params: Any, *, source: str = "params.yaml") -> dict:
     unknown: list[str] = []
     _walk(SCHEMA, params if params is not None else {}, "", errors, unknown)
     if isinstance(params, Mapping):
-        datasets = (params.get("data") or {}).get("datasets")
-        if isinstance(datasets, list):
-            for name in datasets:
-                if isinstance(name, str) and name not in DATASETS:
-                    close = difflib.get_close_matches(name, list(DATASETS), n=1)
-                    hint = f" (did you mean {close[0]!r}?)" if close else ""
-                    errors.append(f"data.datasets: {name!r} is not in the dataset "
-                                  f"manifest{hint}; known: {sorted(DATASETS)}")
+        for section, key, known, what in (
+            ("data", "datasets", DATASETS, "the dataset manifest"),
+            ("models", "names", MODELS, "the model registry"),
+        ):
+            node = params.get(section)
+            errors.extend(_unknown_names(
+                f"{section}.{key}",
+                node.get(key) if isinstance(node, Mapping) else None, known, what))
         errors.extend(_fixed_vs_searched(params))
         storage = (params.get("tune") or {}).get("storage")
         if isinstance(storage, str) and _PASSWORD_IN_URL.search(storage):
