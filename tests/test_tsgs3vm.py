@@ -376,6 +376,8 @@ def _expected(est):
         FRS3VM(n_components=16, max_iter=10, random_state=0),
         TSGS3VM(batch_size=16, block_size=8, max_iter=5, random_state=0,
                 solver="sgd"),
+        TSGS3VM(features="nystroem", max_features=32, max_iter=10,
+                random_state=0),
     ],
     expected_failed_checks=_expected,
 )

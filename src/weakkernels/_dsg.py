@@ -33,7 +33,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from weakkernels._constraints import RANDOM_FEATURE_CONSTRAINTS, SIGMA_OR_SCALE
 from weakkernels._validation import check_divergence
-from weakkernels.random_features import FeatureSpec, blas_single_thread
+from weakkernels.random_features import (
+    FeatureSpec,
+    NystromSpec,
+    blas_single_thread,
+    spec_from_state,
+)
 
 # Renormalize when the running scale falls below this: keeps chat far from
 # float32 overflow (1/scale grows as prod(1 - gamma)^-1).
@@ -173,14 +178,20 @@ def expansion_state(est) -> tuple[dict, dict]:
         "n_blocks": est.n_blocks_,
         "n_iter": est.n_iter_,
     }
-    return meta, {"coef": est.coef_}
+    arrays = {"coef": est.coef_}
+    if isinstance(est.spec_, NystromSpec):
+        arrays["landmarks"] = est.spec_.landmarks
+    return meta, arrays
 
 
 def set_expansion_state(est, meta: dict, arrays: dict) -> None:
     """Inverse of :func:`expansion_state`; checks the layout is consistent."""
     from weakkernels._artifact import ModelFormatError
 
-    est.spec_ = FeatureSpec.from_dict(meta["spec"])
+    try:
+        est.spec_ = spec_from_state(meta["spec"], arrays)
+    except (KeyError, ValueError, np.linalg.LinAlgError) as exc:
+        raise ModelFormatError(f"model file: feature spec: {exc}") from exc
     est.n_blocks_ = int(meta["n_blocks"])
     est.n_iter_ = int(meta["n_iter"])
     est.coef_ = arrays["coef"]
@@ -507,7 +518,8 @@ def check_feature_memory(spec: FeatureSpec, n_features: int) -> None:
     """Refuse, before allocating, an expansion whose frequencies (``d x D``,
     ``degree x d x D`` for the polynomial kernel) do not fit in the memory
     available now; the message names the parameters that set ``D``."""
-    per = spec.d * (1 if spec.is_fourier else spec.degree) * spec.dtype.itemsize
+    fourier_like = spec.is_fourier or isinstance(spec, NystromSpec)
+    per = spec.d * (1 if fourier_like else spec.degree) * spec.dtype.itemsize
     need = per * int(n_features)
     avail = available_memory_bytes()
     if need > avail:
@@ -733,7 +745,8 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
     # the annealing stages on level 0, then w = 1 on every larger sample
     plan = [(0, w) for w in stages] + [(k, 1.0) for k in range(1, len(levels))]
     # the Maclaurin kernel is numba-parallel only: its chunks run in order
-    threads = numba.get_num_threads() if spec.is_fourier else 1
+    threads = (numba.get_num_threads()
+               if spec.is_fourier or isinstance(spec, NystromSpec) else 1)
     pool = ThreadPoolExecutor(threads) if threads > 1 else None
     cur = {"level": -1}
 

@@ -678,6 +678,127 @@ class FeatureSpec:
         )
 
 
+class NystromSpec:
+    """Nyström features of the RBF kernel on a seeded sample of landmarks.
+
+    ``phi(x) = k(x, Z) L^{-T}`` with ``L L^T = K_ZZ + jitter I`` (Cholesky,
+    float64), so ``phi(x) . phi(x') = k(x, Z) (K_ZZ + jitter I)^{-1} k(Z, x')``,
+    the Nyström approximation of ``k`` (Williams & Seeger 2001) in the
+    whitened form Falkon preconditions with (Rudi, Carratino & Rosasco 2017;
+    Meanti et al. 2020): the primal problem on ``phi`` is the kernel machine
+    restricted to ``span{k(z_j, .)}``, as well conditioned as the kernel
+    allows. Unlike random Fourier features the basis adapts to the data, so
+    far fewer features reach the exact kernel's accuracy (MNIST: see
+    BENCHMARKS.md, "Accuracy at scale").
+
+    The model file stores the landmarks (``m x d`` floats, not a seed alone)
+    and recomputes ``L`` when it is loaded. One block of ``m`` features: the
+    L-BFGS solver only (the SGD of the papers draws fresh Fourier blocks).
+    """
+
+    is_fourier = False
+    kind = "nystroem"
+    # K_ZZ's diagonal is 1 for the RBF kernel: a jitter of 1e-6 bounds the
+    # condition number of L by 1e3 and moves phi.phi' by <= 1e-6 relative
+    JITTER = 1e-6
+
+    def __init__(self, kernel, sigma, landmarks, dtype=np.float32, seed=0):
+        if kernel != "rbf":
+            raise ValueError(
+                f'features="nystroem" supports kernel="rbf" only; got {kernel!r}.')
+        self.kernel = kernel
+        self.sigma = float(sigma)
+        self.degree, self.coef0 = 2, 1.0
+        self.dtype = np.dtype(dtype)
+        self.seed = int(seed)
+        Z = np.ascontiguousarray(landmarks, dtype=np.float64)
+        self.landmarks = Z
+        self.block_size = Z.shape[0]
+        self.d = Z.shape[1]
+        sq = np.einsum("ij,ij->i", Z, Z)
+        K = np.exp(-self.sigma * np.maximum(sq[:, None] + sq[None, :] - 2 * Z @ Z.T,
+                                            0.0))
+        K[np.diag_indices_from(K)] += self.JITTER
+        from scipy.linalg import cholesky, solve_triangular
+
+        L = cholesky(K, lower=True)
+        # T = L^{-T}: phi(x) = k(x, Z) T
+        T = solve_triangular(L, np.eye(L.shape[0]), lower=True).T
+        self._T = np.ascontiguousarray(T, dtype=self.dtype)
+        self._W = np.ascontiguousarray(Z.T, dtype=self.dtype)  # (d, m)
+        self._sq = sq.astype(self.dtype)
+
+    @property
+    def norm(self) -> float:
+        return 1.0
+
+    def block(self, b: int, cols=None):
+        return self.blocks(b, b + 1, cols)
+
+    def blocks(self, first: int, stop: int, cols=None):
+        """The one block: ``(Z^T, ||z||^2)``; ``cols``: those rows of Z^T."""
+        if (first, stop) != (0, 1):
+            raise ValueError("a Nyström expansion is one block (0, 1).")
+        if cols is not None:
+            return np.ascontiguousarray(self._W[cols]), self._sq
+        return self._W, self._sq
+
+    def check_phase_range(self, X) -> None:
+        """Nothing to check: no phases (kept for the FeatureSpec interface)."""
+
+    def features(self, X, W, second, parallel: bool | None = None) -> np.ndarray:
+        """``phi(X)`` (n, m) in the compute dtype: ``k(X, Z) L^{-T}``."""
+        X = as_compute_rows(X, self.dtype)
+        if sp.issparse(X):
+            G = csr_project(X, W, parallel=parallel)
+            xx = np.asarray(X.multiply(X).sum(axis=1), dtype=self.dtype).ravel()
+        else:
+            G = X @ W
+            xx = np.einsum("ij,ij->i", X, X)
+        G *= self.dtype.type(-2.0)
+        G += xx[:, None]
+        G += second[None, :]
+        np.maximum(G, 0, out=G)
+        G *= self.dtype.type(-self.sigma)
+        np.exp(G, out=G)
+        return G @ self._T
+
+    def accumulate(self, X, W, second, coefT, scale, out, buf=None) -> None:
+        """``out += scale * phi(X) @ coefT.T`` (float64)."""
+        P = self.features(X, W, second)
+        out += scale * (P.astype(np.float64) @ coefT.T.astype(np.float64))
+
+    def decision(self, X, coefT: np.ndarray, n_blocks: int,
+                 blocks_per_chunk: int | None = None) -> np.ndarray:
+        """``f(X) = phi(X) coef`` in row chunks (n, K) float64."""
+        out = np.zeros((X.shape[0], coefT.shape[0]), dtype=np.float64)
+        coef = np.ascontiguousarray(coefT.T, dtype=self.dtype)
+        rows = max(1, _GEMM_ELEMS // max(self.block_size, 1))
+        with blas_single_thread():
+            for r0 in range(0, X.shape[0], rows):
+                P = self.features(X[r0:r0 + rows], self._W, self._sq)
+                out[r0:r0 + rows] = P @ coef
+        return out
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "kernel": self.kernel, "sigma": self.sigma,
+                "degree": self.degree, "coef0": self.coef0, "n_features_in": self.d,
+                "block_size": self.block_size, "seed": self.seed,
+                "dtype": self.dtype.name}
+
+
+def spec_from_state(meta: dict, arrays: dict):
+    """The feature spec of a model file: Fourier / Maclaurin (seeds only) or
+    Nyström (its landmarks array)."""
+    if meta.get("kind") == NystromSpec.kind:
+        Z = arrays["landmarks"]
+        if Z.ndim != 2 or Z.shape != (meta["block_size"], meta["n_features_in"]):
+            raise ValueError("landmarks do not match the spec's shape")
+        return NystromSpec(meta["kernel"], meta["sigma"], Z, np.dtype(meta["dtype"]),
+                           meta["seed"])
+    return FeatureSpec.from_dict(meta)
+
+
 def blas_single_thread():
     """Context: BLAS on one thread while our numba kernels run in parallel.
 

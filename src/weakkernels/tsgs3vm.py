@@ -56,6 +56,7 @@ from weakkernels._validation import (
 )
 from weakkernels.random_features import (
     FeatureSpec,
+    NystromSpec,
     as_compute_rows,
     blas_single_thread,
     seed_from_random_state,
@@ -157,6 +158,21 @@ def balancing_bias(code: int, g_unlabeled: np.ndarray, r: np.ndarray) -> np.ndar
     )
 
 
+def nystroem_landmarks(X, idx_l, idx_u, m: int, seed: int) -> np.ndarray:
+    """``m`` landmarks for ``features="nystroem"`` (float64, dense): every
+    labeled row while they are at most half of ``m`` (else a seeded sample of
+    ``m / 2``), the rest a seeded uniform sample of the unlabeled rows. With
+    the labeled rows among the landmarks, the supervised kernel machine on
+    them (an SVC's expansion) lies in the span, so the capacity never falls
+    below the SVC's."""
+    keep_l = idx_l[seeded_sample(idx_l.size, max(1, m // 2), seed, stream=11)]
+    take_u = idx_u[seeded_sample(idx_u.size, max(1, m - keep_l.size), seed,
+                                 stream=12)]
+    parts = [X[keep_l], X[take_u]]
+    parts = [p.toarray() if hasattr(p, "toarray") else np.asarray(p) for p in parts]
+    return np.vstack(parts).astype(np.float64)
+
+
 def hinge_grad(margin: np.ndarray) -> np.ndarray:
     """``dl/dz`` of the hinge ``l(z) = max(0, 1 - z)`` at ``z = y f(x)``."""
     return np.where(margin < 1.0, -1.0, 0.0)
@@ -205,6 +221,7 @@ _COMMON_CONSTRAINTS = {
     "balance": [StrOptions({"mean", "quantile", "none", "supervised", "clipped"}),
                     "boolean"],
     "anneal": [Interval(Real, 0, 1, closed="left")],
+    "features": [StrOptions({"fourier", "nystroem"})],
 }
 
 
@@ -267,10 +284,20 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
         self.seed_ = seed
         sgd = self.solver == "sgd"
         B, max_blocks = self._layout(X.shape[0], (n_l, n_u), X.shape[1])
-        spec = FeatureSpec(
-            self.kernel, self.sigma_, self.degree, self.coef0, X.shape[1], B, seed,
-            dtype,
-        )
+        if self.features == "nystroem":
+            if sgd:
+                raise ValueError('features="nystroem" needs solver="lbfgs" (the '
+                                 "papers' SGD draws fresh Fourier blocks).")
+            spec = NystromSpec(self.kernel, self.sigma_,
+                               nystroem_landmarks(X, np.flatnonzero(labeled), idx_u,
+                                                  B * max_blocks, seed),
+                               dtype, seed)
+            B, max_blocks = spec.block_size, 1
+        else:
+            spec = FeatureSpec(
+                self.kernel, self.sigma_, self.degree, self.coef0, X.shape[1], B,
+                seed, dtype,
+            )
         T = iteration_budget(self.solver, self.max_iter, self.n_passes, n_u,
                              self.batch_size)
         schedule = SCHEDULES[self.learning_rate]
@@ -496,6 +523,13 @@ default="clipped"
         non-convex unlabeled loss then refines. ``solver="sgd"``: linearly over
         this fraction of the steps; ``solver="lbfgs"``: any value > 0 solves
         the C*-fractions 0, .1, 1 in turn, each from the previous solution.
+    features : {"fourier", "nystroem"}, default="fourier"
+        The basis of the fixed expansion. ``"fourier"``: seeded random
+        Fourier features (the papers'; the model file holds seeds and
+        coefficients only). ``"nystroem"`` (``solver="lbfgs"``, RBF kernel):
+        Nyström features on landmarks drawn from the training rows (the
+        labeled ones first), whitened (:class:`weakkernels.random_features.
+        NystromSpec`); the model file stores the landmarks.
     dtype : {"float32", "float64"}, default="float32"
         Compute precision of the features.
     random_state : int, RandomState instance or None
@@ -588,6 +622,7 @@ class TSGS3VM(_S3VMBase):
         eta0=1.0,
         balance="clipped",
         anneal=0.5,
+        features="fourier",
         max_features=None,
         dtype="float32",
         random_state=None,
@@ -613,6 +648,7 @@ class TSGS3VM(_S3VMBase):
         self.eta0 = eta0
         self.balance = balance
         self.anneal = anneal
+        self.features = features
         self.max_features = max_features
         self.dtype = dtype
         self.random_state = random_state
@@ -683,6 +719,7 @@ class FRS3VM(_S3VMBase):
         eta0=1.0,
         balance="clipped",
         anneal=0.5,
+        features="fourier",
         dtype="float32",
         random_state=None,
         callback=None,
@@ -707,6 +744,7 @@ class FRS3VM(_S3VMBase):
         self.eta0 = eta0
         self.balance = balance
         self.anneal = anneal
+        self.features = features
         self.dtype = dtype
         self.random_state = random_state
         self.callback = callback

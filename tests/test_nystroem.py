@@ -1,0 +1,71 @@
+"""Nyström features (``features="nystroem"``): the feature map against a naive
+NumPy reference, sparse = dense, model files, and what it refuses."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from weakkernels import FRS3VM, TSGS3VM, load
+from weakkernels.kernels import kernel_matrix
+from weakkernels.random_features import NystromSpec
+
+
+def test_features_reproduce_the_nystroem_kernel():
+    """phi(x).phi(x') = k(x, Z) (K_ZZ + jitter I)^-1 k(Z, x') (float64)."""
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(40, 6))
+    X = rng.normal(size=(25, 6))
+    spec = NystromSpec("rbf", 0.2, Z, np.float64)
+    P = spec.features(X, *spec.blocks(0, 1))
+    KxZ = kernel_matrix(X, Z, "rbf", 0.2)
+    KZZ = kernel_matrix(Z, Z, "rbf", 0.2) + NystromSpec.JITTER * np.eye(40)
+    ref = KxZ @ np.linalg.solve(KZZ, KxZ.T)
+    np.testing.assert_allclose(P @ P.T, ref, rtol=1e-8, atol=1e-10)
+    # on the landmarks themselves the approximation is the kernel
+    PZ = spec.features(Z, *spec.blocks(0, 1))
+    np.testing.assert_allclose(PZ @ PZ.T, kernel_matrix(Z, Z, "rbf", 0.2),
+                               atol=1e-5)
+
+
+def test_sparse_rows_give_the_dense_features():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(30, 8))
+    X[rng.random(X.shape) < 0.7] = 0.0
+    spec = NystromSpec("rbf", 0.1, rng.normal(size=(16, 8)), np.float64)
+    W, sq = spec.blocks(0, 1)
+    np.testing.assert_allclose(spec.features(sp.csr_matrix(X), W, sq),
+                               spec.features(X, W, sq), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("cls", [TSGS3VM, FRS3VM])
+def test_fit_save_load_and_landmarks(cls, tmp_path):
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(400, 4))
+    truth = (X[:, 0] * X[:, 1] > 0).astype(int)
+    y = np.full(400, -1)
+    y[:60] = truth[:60]
+    est = cls(features="nystroem", C=10.0, random_state=0, max_iter=50)
+    if cls is FRS3VM:
+        est.set_params(n_components=128)
+    else:
+        est.set_params(max_features=128)
+    est.fit(X, y)
+    assert est.n_features_model_ == 128
+    # every labeled row is a landmark (60 <= 128 / 2)
+    Z = est.spec_.landmarks
+    assert all(np.any(np.all(Z == x, axis=1)) for x in X[:60])
+    assert (est.predict(X[60:]) == truth[60:]).mean() > 0.8
+    est.save(tmp_path / "m.wk")
+    again = load(tmp_path / "m.wk")
+    np.testing.assert_array_equal(again.decision_function(X),
+                                  est.decision_function(X))
+
+
+def test_refuses_sgd_and_other_kernels():
+    X = np.random.default_rng(3).normal(size=(50, 3))
+    y = np.full(50, -1)
+    y[:6] = [0, 1, 0, 1, 0, 1]
+    with pytest.raises(ValueError, match="solver"):
+        TSGS3VM(features="nystroem", solver="sgd").fit(X, y)
+    with pytest.raises(ValueError, match="rbf"):
+        TSGS3VM(features="nystroem", kernel="laplacian").fit(X, y)
