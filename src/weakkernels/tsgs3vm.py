@@ -43,6 +43,7 @@ from weakkernels._dsg import (
     expansion_state,
     fit_expansion,
     iteration_budget,
+    primal_features,
     resolve_sigma,
     seeded_sample,
     set_expansion_state,
@@ -63,6 +64,8 @@ from weakkernels.random_features import (
 )
 
 UNLABELED_LOSSES = ("shg", "sshg", "ramp", "da")
+# features="nystroem" holds every training row as a landmark up to this many
+NYSTROEM_ALL_ROWS = 4096
 
 
 def unlabeled_loss(name: str, f: np.ndarray, s: float = -0.3) -> np.ndarray:
@@ -158,6 +161,16 @@ def balancing_bias(code: int, g_unlabeled: np.ndarray, r: np.ndarray) -> np.ndar
     )
 
 
+def nystroem_size(n_rows: int, n_features_in: int) -> int:
+    """Default landmark count of ``features="nystroem"``: every row up to
+    :data:`NYSTROEM_ALL_ROWS` (the Nyström machine is then the exact kernel
+    machine, up to the jitter), else the larger of that and the Fourier
+    default (:func:`weakkernels._dsg.primal_features`, ~16 sqrt(n): Falkon's
+    O(sqrt(n)) landmarks, Rudi et al. 2017)."""
+    return min(int(n_rows), max(NYSTROEM_ALL_ROWS,
+                                primal_features(n_rows, 32, n_features_in)))
+
+
 def nystroem_landmarks(X, idx_l, idx_u, m: int, seed: int) -> np.ndarray:
     """``m`` landmarks for ``features="nystroem"`` (float64, dense): every
     labeled row while they are at most half of ``m`` (else a seeded sample of
@@ -236,6 +249,10 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
         ``d`` columns in sets of ``set_sizes`` (labeled, unlabeled)."""
         raise NotImplementedError
 
+    def _features_given(self) -> bool:
+        """Whether the user fixed the feature count (else the default rule)."""
+        raise NotImplementedError
+
     # -- fit ---------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -288,9 +305,11 @@ class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
             if sgd:
                 raise ValueError('features="nystroem" needs solver="lbfgs" (the '
                                  "papers' SGD draws fresh Fourier blocks).")
+            m = (B * max_blocks if self._features_given()
+                 else nystroem_size(X.shape[0], X.shape[1]))
             spec = NystromSpec(self.kernel, self.sigma_,
                                nystroem_landmarks(X, np.flatnonzero(labeled), idx_u,
-                                                  B * max_blocks, seed),
+                                                  m, seed),
                                dtype, seed)
             B, max_blocks = spec.block_size, 1
         else:
@@ -529,7 +548,9 @@ default="clipped"
         coefficients only). ``"nystroem"`` (``solver="lbfgs"``, RBF kernel):
         Nyström features on landmarks drawn from the training rows (the
         labeled ones first), whitened (:class:`weakkernels.random_features.
-        NystromSpec`); the model file stores the landmarks.
+        NystromSpec`); the model file stores the landmarks. Landmark count:
+        ``max_features`` / ``n_components`` if given, else every row up to
+        4096 rows (the exact kernel machine) and :func:`nystroem_size` beyond.
     dtype : {"float32", "float64"}, default="float32"
         Compute precision of the features.
     random_state : int, RandomState instance or None
@@ -655,6 +676,9 @@ class TSGS3VM(_S3VMBase):
         self.callback = callback
         self.callback_every = callback_every
 
+    def _features_given(self):
+        return self.max_features is not None
+
     def _layout(self, n_rows, set_sizes, d):
         B = int(self.block_size)
         return B, default_blocks(self.solver, set_sizes, self.max_features, B, d)
@@ -749,6 +773,9 @@ class FRS3VM(_S3VMBase):
         self.random_state = random_state
         self.callback = callback
         self.callback_every = callback_every
+
+    def _features_given(self):
+        return self.n_components is not None
 
     def _layout(self, n_rows, set_sizes, d):
         if self.n_components == "sqrt":
