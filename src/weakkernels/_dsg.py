@@ -243,6 +243,11 @@ PRIMAL_CHUNK_ROWS = 2048
 # seeded frequencies (O(chunk x D) memory, twice the arithmetic per pass).
 PRIMAL_CACHE_FRACTION = 0.25
 PRIMAL_CACHE_MAX_BYTES = 4 << 30
+# L-BFGS iterations on a level whose features are streamed (each costs two
+# feature passes over the level's rows): the warm start from the previous,
+# four times smaller level is close, and this bounds the passes over data a
+# fit too large to hold makes (about 2.2 x 12 per level).
+PRIMAL_STREAMED_MAX_ITER = 12
 
 
 def available_memory_bytes() -> int:
@@ -821,10 +826,11 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
                 # written with each set's full size, so the gradients are on
                 # one scale at every level, and a warm start's own gradient
                 # is already small (relative to it, far more iterations)
+                iters = int(max_iter) if cur["cache"] or k == 0 else min(
+                    int(max_iter), PRIMAL_STREAMED_MAX_ITER)
                 res = minimize(
                     objective, z, args=(w,), jac=True, method="L-BFGS-B",
-                    options={"maxiter": int(max_iter), "gtol": gtol,
-                             "ftol": 1e-12},
+                    options={"maxiter": iters, "gtol": gtol, "ftol": 1e-12},
                 )
                 z = res.x
                 n_iter += int(res.nit)
