@@ -1,9 +1,10 @@
 """Fuzz the model-file loader: run as a script so a crash is a dead process.
 
 ``python tests/_model_fuzz.py N SEED`` mutates the files of tiny fitted models
-``N`` times and prints one JSON object: how many mutated files loaded (and then
-predicted), how many were refused with ``ModelFormatError``, and every other
-outcome (any other exception, at load or at predict). The test
+``N`` times per estimator class (split evenly between a class's files) and
+prints one JSON object: how many mutated files loaded (and then predicted), how
+many were refused with ``ModelFormatError``, per class, and every other outcome
+(any other exception, at load or at predict). The test
 (``test_model_file_safety.py``) runs it in a subprocess, so a segmentation
 fault or an abort shows up as a non-zero exit code, not as a dead test runner.
 
@@ -15,6 +16,8 @@ value edits inside one member, written back into a valid ZIP so that the
 
 from __future__ import annotations
 
+import copy
+import functools
 import io
 import json
 import sys
@@ -47,9 +50,14 @@ def tiny_models():
     return X, models
 
 
-def _members(payload):
+@functools.lru_cache(maxsize=16)
+def _parsed(payload: bytes) -> tuple:
     with zipfile.ZipFile(io.BytesIO(payload)) as zf:
-        return {n: zf.read(n) for n in zf.namelist()}
+        return tuple((n, zf.read(n)) for n in zf.namelist())
+
+
+def _members(payload):
+    return dict(_parsed(payload))  # parsed once per model, copied per mutation
 
 
 def _zip(members):
@@ -73,6 +81,12 @@ _JSON_VALUES = [0, -1, 1, 2**40, 10**12, -(2**63), 1.5, 1e308, "x", "", None, Tr
                 [], {}, [1, 2], {"a": 1}, "float16", "poly", "rbf"]
 
 
+def _odd_value(rng):
+    # a copy: inserting the shared [] / {} twice, then editing one, would make
+    # the tree circular
+    return copy.deepcopy(_JSON_VALUES[int(rng.integers(len(_JSON_VALUES)))])
+
+
 def _edit_json(obj, rng):
     """Replace one value somewhere in the JSON tree by an odd one."""
     if isinstance(obj, dict) and obj:
@@ -83,13 +97,13 @@ def _edit_json(obj, rng):
         elif isinstance(obj[k], dict | list) and obj[k] and rng.random() < 0.7:
             _edit_json(obj[k], rng)
         else:
-            obj[k] = _JSON_VALUES[int(rng.integers(len(_JSON_VALUES)))]
+            obj[k] = _odd_value(rng)
     elif isinstance(obj, list) and obj:
         i = int(rng.integers(len(obj)))
         if isinstance(obj[i], dict | list) and obj[i] and rng.random() < 0.7:
             _edit_json(obj[i], rng)
         else:
-            obj[i] = _JSON_VALUES[int(rng.integers(len(_JSON_VALUES)))]
+            obj[i] = _odd_value(rng)
 
 
 def mutate(payload: bytes, rng) -> tuple[str, bytes]:
@@ -132,29 +146,37 @@ def mutate(payload: bytes, rng) -> tuple[str, bytes]:
 
 
 def main(n: int, seed: int) -> dict:
+    """``n`` mutations per estimator class (its files take turns)."""
     X, models = tiny_models()
-    payloads = [est.to_bytes() for est in models]
+    by_class: dict[str, list[bytes]] = {}
+    for est in models:
+        by_class.setdefault(type(est).__name__, []).append(est.to_bytes())
     rng = np.random.default_rng(seed)
     loaded = refused = 0
+    per_class = {}
     other: list[str] = []
-    for i in range(n):
-        how, bad = mutate(payloads[i % len(payloads)], rng)
-        try:
-            est = load_bytes(bad)
-        except ModelFormatError:
-            refused += 1
-            continue
-        except BaseException as exc:  # noqa: BLE001 - report, do not hide
-            other.append(f"load [{how}]: {type(exc).__name__}: {exc}"[:300])
-            continue
-        loaded += 1
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                est.predict(X)
-        except BaseException as exc:  # noqa: BLE001
-            other.append(f"predict [{how}]: {type(exc).__name__}: {exc}"[:300])
-    return {"n": n, "loaded": loaded, "refused": refused, "other": other}
+    for cls, payloads in sorted(by_class.items()):
+        per_class[cls] = n
+        for i in range(n):
+            how, bad = mutate(payloads[i % len(payloads)], rng)
+            try:
+                est = load_bytes(bad)
+            except ModelFormatError:
+                refused += 1
+                continue
+            except BaseException as exc:  # noqa: BLE001 - report, do not hide
+                other.append(f"load {cls} [{how}]: {type(exc).__name__}: {exc}"[:300])
+                continue
+            loaded += 1
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    est.predict(X)
+            except BaseException as exc:  # noqa: BLE001
+                other.append(f"predict {cls} [{how}]: {type(exc).__name__}: "
+                             f"{exc}"[:300])
+    return {"n": n * len(by_class), "per_class": per_class, "loaded": loaded,
+            "refused": refused, "other": other}
 
 
 if __name__ == "__main__":

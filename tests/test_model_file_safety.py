@@ -231,20 +231,22 @@ def test_swapped_arrays_are_refused_naming_the_member():
 
 
 def test_fuzzed_model_files_raise_only_model_format_error():
-    """>= 2000 byte flips, truncations and member edits of five tiny model files, in
-    a subprocess: no crash, no exception but ModelFormatError, and whatever
-    loads also predicts."""
+    """2000 byte flips, truncations and member edits per estimator class
+    (RampSVM, CCCPTSVM, TSGS3VM rbf + poly, QSGS2AUC), in a subprocess: no
+    crash, no exception but ModelFormatError, and whatever loads also
+    predicts."""
     proc = subprocess.run(
-        [sys.executable, str(_FUZZ), "2400", "20261123"],
+        [sys.executable, str(_FUZZ), "2000", "20261123"],
         capture_output=True, text=True, timeout=900,
         env={**__import__("os").environ, "NUMBA_NUM_THREADS": "1"},
     )
     assert proc.returncode == 0, f"fuzz process died ({proc.returncode}): {proc.stderr}"
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert result["n"] == 2400
+    assert result["per_class"] == {"CCCPTSVM": 2000, "QSGS2AUC": 2000,
+                                   "RampSVM": 2000, "TSGS3VM": 2000}
     assert result["other"] == []
-    assert result["loaded"] + result["refused"] == 2400
-    assert result["refused"] > 1000  # the mutations do reach the checks
+    assert result["loaded"] + result["refused"] == result["n"] == 8000
+    assert result["refused"] > 4000  # the mutations do reach the checks
 
 
 # ------------------------------------------------- item 7: feature names
