@@ -243,11 +243,13 @@ PRIMAL_CHUNK_ROWS = 2048
 # seeded frequencies (O(chunk x D) memory, twice the arithmetic per pass).
 PRIMAL_CACHE_FRACTION = 0.25
 PRIMAL_CACHE_MAX_BYTES = 4 << 30
-# L-BFGS iterations on a level whose features are streamed (each costs two
-# feature passes over the level's rows): the warm start from the previous,
-# four times smaller level is close, and this bounds the passes over data a
+# L-BFGS iterations on a level past level 0 whose feature matrix exceeds
+# _HELD_FEATURE_BYTES (in float32; a constant, not the machine's memory, so
+# the model does not depend on where it is fitted). Such a level is usually
+# streamed, two feature passes per iteration; the warm start from the
+# previous, four times smaller level is close, and this bounds the passes a
 # fit too large to hold makes (about 2.2 x 12 per level).
-PRIMAL_STREAMED_MAX_ITER = 12
+PRIMAL_LARGE_LEVEL_MAX_ITER = 12
 
 
 def available_memory_bytes() -> int:
@@ -765,7 +767,7 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
         """Make level ``k`` current (features cached when they fit)."""
         idx = levels[k]
         rows = sum(sizes[s] if i is None else i.size for s, i in enumerate(idx))
-        cur.update(level=k, idx=idx, sets=[None] * len(sizes),
+        cur.update(level=k, idx=idx, sets=[None] * len(sizes), rows=rows,
                    cache=rows * D * dtype.itemsize <= budget)
         if not state["free"] and (state["center"] or anchored):
             # the centre of this level's sample of B
@@ -826,8 +828,9 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
                 # written with each set's full size, so the gradients are on
                 # one scale at every level, and a warm start's own gradient
                 # is already small (relative to it, far more iterations)
-                iters = int(max_iter) if cur["cache"] or k == 0 else min(
-                    int(max_iter), PRIMAL_STREAMED_MAX_ITER)
+                iters = int(max_iter)
+                if k > 0 and cur["rows"] * D * 4 > _HELD_FEATURE_BYTES:
+                    iters = min(iters, PRIMAL_LARGE_LEVEL_MAX_ITER)
                 res = minimize(
                     objective, z, args=(w,), jac=True, method="L-BFGS-B",
                     options={"maxiter": iters, "gtol": gtol, "ftol": 1e-12},
