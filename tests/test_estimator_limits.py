@@ -64,3 +64,17 @@ def test_random_features_n_components_bound():
     X = np.zeros((3, 1000))
     with pytest.raises(ValueError, match="n_components=10000000"):
         RandomFeatures(n_components=10**7).fit(X)
+
+
+def test_random_features_refuse_a_corrupt_csr():
+    """RandomFeatures reaches the numba CSR projection: bad indices are a
+    ValueError, not a read out of bounds."""
+    import scipy.sparse as sp
+
+    X = sp.csr_matrix(np.eye(4))
+    rf = RandomFeatures(n_components=8, random_state=0).fit(X)
+    bad = sp.csr_matrix((np.ones(4), np.array([0, 1, 2, 10**8]),
+                         np.arange(5)), shape=(4, 4), copy=False)
+    for call in (rf.transform, RandomFeatures(n_components=8).fit):
+        with pytest.raises(ValueError, match="indices"):
+            call(bad)

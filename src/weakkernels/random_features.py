@@ -41,6 +41,7 @@ from sklearn.utils.validation import check_is_fitted, check_random_state, valida
 from threadpoolctl import threadpool_limits
 
 from weakkernels._constraints import RANDOM_FEATURE_CONSTRAINTS
+from weakkernels._validation import _canonical_csr, _precheck_sparse
 from weakkernels.kernels import KERNEL_CODES, RANDOM_FEATURE_KERNELS
 
 # fastmath without nnan/ninf (umap removed blanket fastmath after NaN bugs): the
@@ -859,8 +860,9 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64,
-                          ensure_all_finite=True)
+        _precheck_sparse(X, True)  # bad indices never reach the kernels
+        X = _canonical_csr(validate_data(self, X, accept_sparse="csr",
+                                         dtype=np.float64, ensure_all_finite=True))
         B = min(self.block_size, self.n_components)
         self.n_blocks_ = -(-self.n_components // B)
         self.spec_ = FeatureSpec(
@@ -881,8 +883,9 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
 
     def transform(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64,
-                          reset=False)
+        _precheck_sparse(X, True)
+        X = _canonical_csr(validate_data(self, X, accept_sparse="csr",
+                                         dtype=np.float64, reset=False))
         W, second = self.spec_.blocks(0, self.n_blocks_)
         Phi = self.spec_.features(X, W, second)
         return Phi * self.spec_.dtype.type(self._rescale)

@@ -80,6 +80,7 @@ from weakkernels._dsg import (
 from weakkernels._validation import (
     _SPARSE_FORMATS,
     _canonical_csr,
+    _precheck_sparse,
     check_divergence,
     check_fitted_model,
     check_magnitude,
@@ -333,6 +334,7 @@ class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
             rows (scikit-learn's unlabeled marker). Anything else raises
             ``ValueError`` ("malformed pairs").
         """
+        _precheck_sparse(X, True)  # structure checked before any conversion
         X, y = validate_data(
             self, X, y, accept_sparse=_SPARSE_FORMATS, dtype=np.float64,
             ensure_all_finite=True, y_numeric=False, reset=True,
