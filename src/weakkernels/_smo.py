@@ -46,6 +46,7 @@ shrinking with gradient reconstruction, and an iteration cap.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,6 +76,22 @@ STATUS_MAX_ITER = 1
 TOL_FLOOR = 1e-12
 
 _EPS = float(np.finfo(np.float64).eps)
+
+# Dense kernel rows with at least this many features are computed in aligned
+# blocks of ROW_BLOCK rows, each block one BLAS matrix product (dgemm) plus
+# the norms: row p is always row ``p % ROW_BLOCK`` of the product of the rows
+# ``ROW_BLOCK * (p // ROW_BLOCK) ...`` with X, whoever asks for it (the cache
+# fill, a cache miss, the balancing column), so its bits do not depend on the
+# cache size. Below, the exponentials dominate and the product gains nothing
+# (measured: benchmarks/cccp_ijcnn1_scale.py, d = 22); those rows keep the
+# row-at-a-time loop of :func:`_kernel_row`.
+ROW_BLOCK = 32
+BLOCK_MIN_FEATURES = 64
+
+# Default kernel cache: this fraction of the memory the OS reports available
+# when the problem is built (MemAvailable of /proc/meminfo, else
+# os.sysconf's available pages), capped at the full kernel matrix.
+CACHE_MEMORY_FRACTION = 0.25
 
 _RBF = KERNEL_CODES["rbf"]
 _LAPLACIAN = KERNEL_CODES["laplacian"]
@@ -204,6 +221,67 @@ def _point_row_impl(X, p, sqnorm, code, sigma, degree, coef0, out):
     return sparse
 
 
+@njit(fastmath=FASTMATH, cache=True)
+def _transform_dots(G, sq_rows, sqnorm, code, sigma, degree, coef0, out):
+    """``out[r, q] = k`` from the dot products ``G[r, q] = <x_r, x_q>``.
+
+    RBF: ``exp(-sigma max(0, ||x_r||^2 + ||x_q||^2 - 2 G))``; poly and linear
+    from ``G`` alone (the Laplacian kernel has no product form).
+    """
+    b, n = G.shape
+    for r in range(b):
+        for q in range(n):
+            dot = G[r, q]
+            if code == 0:
+                d2 = sq_rows[r] + sqnorm[q] - 2.0 * dot
+                if d2 < 0.0:
+                    d2 = 0.0
+                out[r, q] = math.exp(-sigma * d2)
+            elif code == 2:
+                out[r, q] = _ipow(sigma * dot + coef0, degree)
+            else:
+                out[r, q] = dot
+
+
+def _dense_block(X, b0, b1, sqnorm, code, sigma, degree, coef0, out):
+    """Kernel rows ``b0 .. b1-1`` of dense ``X`` into ``out[:b1-b0]``: one dgemm
+    (:func:`np.dot` in numba is BLAS) plus the norms. Compiled only; the
+    sparse layout has no block path (its rows come from the inverted index).
+    """
+    raise NotImplementedError("only callable from numba-compiled code")
+
+
+@overload(_dense_block, jit_options={"cache": True})
+def _dense_block_impl(X, b0, b1, sqnorm, code, sigma, degree, coef0, out):
+    if isinstance(X, types.Array):
+        def dense(X, b0, b1, sqnorm, code, sigma, degree, coef0, out):
+            G = np.dot(X[b0:b1], X.T)
+            _transform_dots(G, sqnorm[b0:b1], sqnorm, code, sigma, degree, coef0,
+                            out[: b1 - b0])
+        return dense
+
+    def sparse(X, b0, b1, sqnorm, code, sigma, degree, coef0, out):
+        raise ValueError("sparse kernel rows have no block path")
+    return sparse
+
+
+@njit(cache=True)
+def _rows_block(X, b0, b1, sqnorm, code, sigma, degree, coef0, block, out):
+    """Kernel rows of base points ``b0 .. b1-1`` (``b0`` a multiple of ``block``).
+
+    ``block > 1`` (dense only): aligned dgemm blocks of ``block`` rows;
+    ``block == 1``: one row at a time (:func:`_point_row`, dense or sparse).
+    """
+    if block > 1:
+        for a in range(b0, b1, block):
+            e = min(a + block, b1)
+            _dense_block(X, a, e, sqnorm, code, sigma, degree, coef0,
+                         out[a - b0: e - b0])
+    else:
+        for p in range(b0, b1):
+            _point_row(X, p, sqnorm, code, sigma, degree, coef0, out[p - b0])
+
+
 @njit(cache=True)
 def _kernel_diag(X, sqnorm, code, sigma, degree, coef0):
     n = sqnorm.shape[0]
@@ -216,30 +294,6 @@ def _kernel_diag(X, sqnorm, code, sigma, degree, coef0):
         else:
             out[q] = sqnorm[q]
     return out
-
-
-@njit(cache=True)
-def _mean_kernel_column(X, sqnorm, idx, code, sigma, degree, coef0):
-    """Eq. 1.15: ``k0[q] = mean_{u in idx} k(x_u, x_q)`` and ``k00 = mean k0[idx]``.
-
-    Computed one row at a time, so memory stays O(n) although the cost is
-    O(|idx| n d) kernel work, paid once per fit.
-    """
-    n = sqnorm.shape[0]
-    k0 = np.zeros(n)
-    row = np.empty(n)
-    for a in range(idx.shape[0]):
-        u = idx[a]
-        _point_row(X, u, sqnorm, code, sigma, degree, coef0, row)
-        for q in range(n):
-            k0[q] += row[q]
-    inv = 1.0 / idx.shape[0]
-    k00 = 0.0
-    for q in range(n):
-        k0[q] *= inv
-    for a in range(idx.shape[0]):
-        k00 += k0[idx[a]]
-    return k0, k00 * inv
 
 
 @njit(fastmath=FASTMATH, cache=True)
@@ -308,22 +362,17 @@ def _base_row(p, X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, out):
 
 
 @njit(cache=True)
-def _get_row(p, data, slot_of, owner, stamp, counters, X, sqnorm, k0, k00, has_x0,
-             code, sigma, degree, coef0):
-    """Slot of ``data`` holding the row of base point ``p`` (computed on a miss).
+def _free_slot(data, slot_of, owner, stamp, counters):
+    """A slot for a new row: the next never-used one, else the least recently used.
 
-    ``counters = [clock, hits, misses]``. Eviction picks the least recently used
-    slot; the caller's other row was stamped last, so with >= 2 slots a fetch
-    never evicts the row the caller is still using.
+    ``counters[3]`` counts the slots filled so far (slots are filled in order
+    and never emptied).
     """
-    counters[0] += 1
-    s = slot_of[p]
-    if s >= 0:
-        counters[1] += 1
-        stamp[s] = counters[0]
-        return s
-    counters[2] += 1
     cap = data.shape[0]
+    if counters[3] < cap:
+        s = counters[3]
+        counters[3] += 1
+        return s
     s = 0
     oldest = stamp[0]
     for t in range(1, cap):
@@ -332,11 +381,58 @@ def _get_row(p, data, slot_of, owner, stamp, counters, X, sqnorm, k0, k00, has_x
             s = t
     if owner[s] >= 0:
         slot_of[owner[s]] = -1
-    owner[s] = p
-    slot_of[p] = s
-    stamp[s] = counters[0]
-    _base_row(p, X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, data[s])
     return s
+
+
+@njit(cache=True)
+def _get_row(p, data, slot_of, owner, stamp, counters, X, sqnorm, k0, k00, has_x0,
+             code, sigma, degree, coef0, block, buf):
+    """Slot of ``data`` holding the row of base point ``p`` (computed on a miss).
+
+    ``counters = [clock, hits, misses, slots filled, rows computed]``.
+    Eviction picks the least recently used slot; the caller's other row was
+    stamped last, so with >= 2 slots a fetch never evicts the row the caller
+    is still using. With ``block > 1`` a miss computes the aligned block of
+    rows holding ``p`` (one dgemm); its other rows are kept while the cache
+    has never-used slots, and dropped once it is full.
+    """
+    counters[0] += 1
+    s = slot_of[p]
+    if s >= 0:
+        counters[1] += 1
+        stamp[s] = counters[0]
+        return s
+    counters[2] += 1
+    n_pts = sqnorm.shape[0]
+    if block == 1 or p >= n_pts:
+        s = _free_slot(data, slot_of, owner, stamp, counters)
+        owner[s] = p
+        slot_of[p] = s
+        stamp[s] = counters[0]
+        counters[4] += 1
+        _base_row(p, X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0,
+                  data[s])
+        return s
+    b0 = (p // block) * block
+    b1 = min(b0 + block, n_pts)
+    _rows_block(X, b0, b1, sqnorm, code, sigma, degree, coef0, block, buf)
+    counters[4] += b1 - b0
+    s_p = -1
+    for r in range(b0, b1):
+        if r != p and (slot_of[r] >= 0 or counters[3] >= data.shape[0]):
+            continue
+        s = _free_slot(data, slot_of, owner, stamp, counters)
+        owner[s] = r
+        slot_of[r] = s
+        # neighbours are stamped older than p, so p is evicted last
+        stamp[s] = counters[0] if r == p else counters[0] - 1
+        for q in range(n_pts):
+            data[s, q] = buf[r - b0, q]
+        if has_x0:
+            data[s, n_pts] = k0[r]
+        if r == p:
+            s_p = s
+    return s_p
 
 
 # --------------------------------------------------------------------------
@@ -346,14 +442,14 @@ def _get_row(p, data, slot_of, owner, stamp, counters, X, sqnorm, k0, k00, has_x
 
 @njit(cache=True)
 def _kernel_times(w, data, slot_of, owner, stamp, counters, X, sqnorm, k0, k00,
-                  has_x0, code, sigma, degree, coef0):
+                  has_x0, code, sigma, degree, coef0, block, buf):
     """``K w`` over base points, summing the cached rows of nonzero ``w``."""
     m = slot_of.shape[0]
     kw = np.zeros(m)
     for p in range(m):
         if w[p] != 0.0:
             s = _get_row(p, data, slot_of, owner, stamp, counters, X, sqnorm, k0,
-                         k00, has_x0, code, sigma, degree, coef0)
+                         k00, has_x0, code, sigma, degree, coef0, block, buf)
             wp = w[p]
             for q in range(m):
                 kw[q] += wp * data[s, q]
@@ -363,14 +459,14 @@ def _kernel_times(w, data, slot_of, owner, stamp, counters, X, sqnorm, k0, k00,
 @njit(cache=True)
 def _gradient_from_scratch(alpha, zeta, pov, g, only_inactive, is_active, data,
                            slot_of, owner, stamp, counters, X, sqnorm, k0, k00,
-                           has_x0, code, sigma, degree, coef0):
+                           has_x0, code, sigma, degree, coef0, block, buf):
     """``g = zeta - K alpha``; variables sharing a base point share one row."""
     m = slot_of.shape[0]
     w = np.zeros(m)
     for k in range(alpha.shape[0]):
         w[pov[k]] += alpha[k]
     kw = _kernel_times(w, data, slot_of, owner, stamp, counters, X, sqnorm, k0,
-                       k00, has_x0, code, sigma, degree, coef0)
+                       k00, has_x0, code, sigma, degree, coef0, block, buf)
     for k in range(alpha.shape[0]):
         if not only_inactive or not is_active[k]:
             g[k] = zeta[k] - kw[pov[k]]
@@ -379,10 +475,12 @@ def _gradient_from_scratch(alpha, zeta, pov, g, only_inactive, is_active, data,
 @njit(cache=True)
 def _smo_solve(X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, pov, zeta,
                A, B, alpha, data, slot_of, owner, stamp, counters, tol, max_iter,
-               shrinking):
+               shrinking, block, buf, g_in):
     """Solve the dual of Algorithm 1.2/1.3 in place of ``alpha`` (see module doc).
 
     ``alpha`` must be feasible on entry (``A <= alpha <= B``, ``sum(alpha) = 0``).
+    ``g_in`` is its gradient ``zeta - K alpha`` when the caller has it (a warm
+    start), else empty: it is then computed from scratch.
     Returns ``(g, b, n_iter, status)`` with the exact full gradient ``g``.
     """
     n = alpha.shape[0]
@@ -396,9 +494,12 @@ def _smo_solve(X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, pov, zeta
 
     g = np.empty(n)
     is_active = np.ones(n, dtype=np.bool_)
-    _gradient_from_scratch(alpha, zeta, pov, g, False, is_active, data, slot_of,
-                           owner, stamp, counters, X, sqnorm, k0, k00, has_x0,
-                           code, sigma, degree, coef0)
+    if g_in.shape[0] == n:
+        g[:] = g_in
+    else:
+        _gradient_from_scratch(alpha, zeta, pov, g, False, is_active, data, slot_of,
+                               owner, stamp, counters, X, sqnorm, k0, k00, has_x0,
+                               code, sigma, degree, coef0, block, buf)
     active = np.arange(n)
     n_active = n
     unshrunk = False
@@ -429,7 +530,7 @@ def _smo_solve(X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, pov, zeta
         if i >= 0:
             pi = pov[i]
             si = _get_row(pi, data, slot_of, owner, stamp, counters, X, sqnorm, k0,
-                          k00, has_x0, code, sigma, degree, coef0)
+                          k00, has_x0, code, sigma, degree, coef0, block, buf)
             kii = diag_all[pi]
             best = -np.inf
             # --- j: second-order selection (Fan, Chen & Lin 2005, WSS2)
@@ -461,14 +562,15 @@ def _smo_solve(X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, pov, zeta
             unshrunk = True
             n_active = _unshrink(alpha, zeta, pov, g, active, is_active, data,
                                  slot_of, owner, stamp, counters, X, sqnorm, k0,
-                                 k00, has_x0, code, sigma, degree, coef0)
+                                 k00, has_x0, code, sigma, degree, coef0, block, buf)
             counter = shrink_every
             continue
         if j < 0 or gap < tol:
             if n_active < n:
                 n_active = _unshrink(alpha, zeta, pov, g, active, is_active, data,
                                      slot_of, owner, stamp, counters, X, sqnorm,
-                                     k0, k00, has_x0, code, sigma, degree, coef0)
+                                     k0, k00, has_x0, code, sigma, degree, coef0,
+                                     block, buf)
                 counter = shrink_every
                 continue
             break
@@ -476,7 +578,7 @@ def _smo_solve(X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, pov, zeta
         pi = pov[i]
         pj = pov[j]
         sj = _get_row(pj, data, slot_of, owner, stamp, counters, X, sqnorm, k0,
-                      k00, has_x0, code, sigma, degree, coef0)
+                      k00, has_x0, code, sigma, degree, coef0, block, buf)
         si = slot_of[pi]  # still cached: it was stamped just before row j
         eta = diag_all[pi] + diag_all[pj] - 2.0 * data[si, pj]
         if eta <= 0.0:
@@ -505,7 +607,7 @@ def _smo_solve(X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, pov, zeta
     if n_active < n:
         _unshrink(alpha, zeta, pov, g, active, is_active, data, slot_of, owner,
                   stamp, counters, X, sqnorm, k0, k00, has_x0, code, sigma, degree,
-                  coef0)
+                  coef0, block, buf)
     b = _bias(alpha, g, A, B)
     return g, b, it, status
 
@@ -543,11 +645,12 @@ def _shrink(alpha, g, A, B, active, n_active, is_active, tol, unshrunk):
 
 @njit(cache=True)
 def _unshrink(alpha, zeta, pov, g, active, is_active, data, slot_of, owner, stamp,
-              counters, X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0):
+              counters, X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0,
+              block, buf):
     """Reconstruct the gradient of shrunk variables and reactivate everything."""
     _gradient_from_scratch(alpha, zeta, pov, g, True, is_active, data, slot_of,
                            owner, stamp, counters, X, sqnorm, k0, k00, has_x0,
-                           code, sigma, degree, coef0)
+                           code, sigma, degree, coef0, block, buf)
     n = alpha.shape[0]
     for k in range(n):
         active[k] = k
@@ -725,9 +828,81 @@ def csr_points(X, rows=None):
         sqnorm[rowmap])
 
 
-def cache_rows(cache_size: float, m: int) -> int:
+def available_memory() -> int:
+    """Bytes of memory the OS reports available (MemAvailable, else free pages)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (OSError, ValueError, AttributeError):
+        return 2**30  # no way to ask: 1 GB, so the default cache is 256 MB
+
+
+def default_cache_mb(m: int, itemsize: int = 8) -> float:
+    """Default cache: ``CACHE_MEMORY_FRACTION`` of available memory, at most the
+    full ``m x m`` kernel matrix (MB)."""
+    full = float(m) * m * itemsize
+    return min(CACHE_MEMORY_FRACTION * available_memory(), full) / 2**20
+
+
+def cache_rows(cache_size: float, m: int, itemsize: int = 8) -> int:
     """Number of kernel rows of length ``m`` that fit in ``cache_size`` MB (>= 2)."""
-    return int(max(2, min(m, int(cache_size * 2**20) // (8 * max(m, 1)))))
+    return int(max(2, min(m, int(cache_size * 2**20) // (itemsize * max(m, 1)))))
+
+
+@njit(cache=True)
+def _fill_cache(X, sqnorm, weight, code, sigma, degree, coef0, block, data, slot_of,
+                owner, counters, n_fill, k0):
+    """Rows of base points ``0 .. n_fill-1`` into the cache, and Eq. 1.15's column.
+
+    Computes the rows in blocks (:func:`_rows_block`), stores each of the first
+    ``n_fill`` base points in the next free slot, and accumulates ``k0[q] +=
+    weight[p] * k(x_p, x_q)`` over every ``p`` with ``weight[p] != 0`` in
+    ascending ``p`` (the order of the row-at-a-time sum it replaces). Rows
+    neither cached nor weighted are not computed. Returns the rows computed.
+    """
+    n_pts = sqnorm.shape[0]
+    last = -1
+    for p in range(n_pts):
+        if weight[p] != 0.0:
+            last = p
+    stop = max(n_fill, last + 1)
+    if block > 1:  # whole aligned blocks only (ROW_BLOCK: the rows' bits)
+        stop = min(n_pts, -(-stop // block) * block)
+    chunk = 256 if block == 1 else block * max(1, 256 // block)
+    buf = np.empty((min(chunk, max(stop, 1)), n_pts))
+    done = 0
+    for b0 in range(0, stop, chunk):
+        b1 = min(b0 + chunk, stop)
+        if b0 >= n_fill:  # cache full: compute only the blocks with weight
+            any_w = False
+            for p in range(b0, b1):
+                if weight[p] != 0.0:
+                    any_w = True
+                    break
+            if not any_w:
+                continue
+        _rows_block(X, b0, b1, sqnorm, code, sigma, degree, coef0, block, buf)
+        done += b1 - b0
+        for p in range(b0, b1):
+            row = buf[p - b0]
+            w = weight[p]
+            if w != 0.0:
+                for q in range(n_pts):
+                    k0[q] += w * row[q]
+            if p < n_fill:
+                s = counters[3]
+                counters[3] += 1
+                owner[s] = p
+                slot_of[p] = s
+                for q in range(n_pts):
+                    data[s, q] = row[q]
+    return done
 
 
 @dataclass
@@ -740,6 +915,16 @@ class KernelProblem:
     ``x_0`` of Eq. 1.15 as the last base point. ``rows`` (a permutation of the
     rows of ``X``) makes base point ``p`` the row ``rows[p]``; sparse ``X`` is
     then read in place (no reordered copy), dense ``X`` is reordered once.
+
+    ``cache_size`` (MB) bounds the row cache; ``None`` takes
+    :func:`default_cache_mb` (a fraction of available memory, at most the
+    full kernel matrix). ``cache_dtype`` float32 stores rows in half the
+    memory (the rows are computed in float64 and rounded when stored; the
+    SMO arithmetic stays float64). The cache is filled at construction with
+    the rows of the first base points, in blocks, as many as it holds (all
+    of them when the matrix fits); the balancing column of ``x_0`` is summed
+    from the same blocks. The rows' values never depend on the cache size
+    (see ``ROW_BLOCK``), so neither does the solution.
     """
 
     X: np.ndarray
@@ -747,9 +932,10 @@ class KernelProblem:
     sigma: float
     degree: int
     coef0: float
-    cache_size: float
+    cache_size: float | None = None
     extra_mean_idx: np.ndarray | None = None
     rows: np.ndarray | None = None
+    cache_dtype: type = np.float64
 
     def __post_init__(self):
         if sp.issparse(self.X):
@@ -757,29 +943,73 @@ class KernelProblem:
             # read CSR rows and a CSC inverted index
             self.X = sp.csr_matrix(self.X)
             self.points, self.sqnorm = csr_points(self.X, self.rows)
+            self.block = 1
         else:
             if self.rows is not None:
                 self.X = self.X[self.rows]
             self.X = np.ascontiguousarray(self.X, dtype=np.float64)
             self.sqnorm = np.einsum("ij,ij->i", self.X, self.X)
             self.points = self.X
+            blocked = (self.X.shape[1] >= BLOCK_MIN_FEATURES
+                       and self.code != _LAPLACIAN)
+            self.block = ROW_BLOCK if blocked else 1
         n_pts = self.X.shape[0]
         self.has_x0 = self.extra_mean_idx is not None
-        if self.has_x0:
-            idx = np.ascontiguousarray(self.extra_mean_idx, dtype=np.int64)
-            self.k0, self.k00 = _mean_kernel_column(
-                self.points, self.sqnorm, idx, self.code, self.sigma, self.degree,
-                self.coef0,
-            )
-        else:
-            self.k0, self.k00 = np.zeros(0), 0.0
         self.m = n_pts + int(self.has_x0)
-        self.capacity = cache_rows(self.cache_size, self.m)
-        self.data = np.empty((self.capacity, self.m))
+        dtype = np.dtype(self.cache_dtype)
+        if dtype not in (np.float64, np.float32):
+            raise ValueError(f"cache_dtype must be float64 or float32, got {dtype}")
+        if self.cache_size is None:
+            self.cache_size = default_cache_mb(self.m, dtype.itemsize)
+        self.capacity = cache_rows(self.cache_size, self.m, dtype.itemsize)
+        self.data = np.empty((self.capacity, self.m), dtype=dtype)
         self.slot_of = np.full(self.m, -1, dtype=np.int64)
         self.owner = np.full(self.capacity, -1, dtype=np.int64)
         self.stamp = np.zeros(self.capacity, dtype=np.int64)
-        self.counters = np.zeros(3, dtype=np.int64)  # clock, hits, misses
+        # clock, hits, misses, slots filled, rows computed
+        self.counters = np.zeros(5, dtype=np.int64)
+        self.buf = np.empty((self.block if self.block > 1 else 0, n_pts))
+        weight = np.zeros(n_pts)
+        if self.has_x0:
+            idx = np.ascontiguousarray(self.extra_mean_idx, dtype=np.int64)
+            weight = np.bincount(idx, minlength=n_pts).astype(np.float64)
+        k0 = np.zeros(n_pts)
+        n_fill = min(self.capacity, n_pts)
+        self.counters[4] = _fill_cache(
+            self.points, self.sqnorm, weight, self.code, self.sigma, self.degree,
+            self.coef0, self.block, self.data, self.slot_of, self.owner,
+            self.counters, n_fill, k0,
+        )
+        if self.has_x0:
+            inv = 1.0 / idx.shape[0]
+            k0 *= inv
+            k00 = 0.0
+            for v in k0[idx].tolist():  # ascending, as the sum it replaces
+                k00 += v
+            self.k0, self.k00 = k0, k00 * inv
+            filled = self.owner[: self.counters[3]]
+            self.data[: filled.size, n_pts] = k0[filled]
+            if self.counters[3] < self.capacity:  # x_0's own row (Eq. 1.15)
+                s = int(self.counters[3])
+                self.counters[3] += 1
+                self.counters[4] += 1
+                self.owner[s] = n_pts
+                self.slot_of[n_pts] = s
+                self.data[s, :n_pts] = k0
+                self.data[s, n_pts] = self.k00
+        else:
+            self.k0, self.k00 = np.zeros(0), 0.0
+
+    @property
+    def hit_rate(self) -> float:
+        """Fraction of row requests served from the cache since construction."""
+        hits, misses = int(self.counters[1]), int(self.counters[2])
+        return hits / (hits + misses) if hits + misses else 1.0
+
+    @property
+    def rows_computed(self) -> int:
+        """Kernel rows computed so far (cache fill, misses and their blocks)."""
+        return int(self.counters[4])
 
     @property
     def x0_index(self) -> int:
@@ -787,7 +1017,7 @@ class KernelProblem:
         return self.X.shape[0]
 
     def solve(self, pov, zeta, A, B, alpha=None, *, tol=1e-3, max_iter=-1,
-              shrinking=True):
+              shrinking=True, warm=None):
         """Solve ``max zeta.alpha - alpha'K alpha / 2``, ``sum alpha = 0``, box A..B.
 
         Parameters
@@ -799,6 +1029,13 @@ class KernelProblem:
         alpha : float array (n_vars,), optional
             Feasible starting point (warm start); zeros if omitted (feasible
             whenever ``A <= 0 <= B``, which holds for every CCCP sub-problem).
+        warm : (alpha_prev, g_prev), optional
+            An earlier point of the same variables and ``zeta`` with its
+            gradient (what a previous ``solve`` returned): the gradient at
+            ``alpha`` is then ``g_prev - K (alpha - alpha_prev)``, which reads
+            only the rows of the variables that moved (the CCCP iterations of
+            Algorithms 1.2/1.3 move few of them) instead of every row with a
+            nonzero coefficient.
 
         Returns
         -------
@@ -815,11 +1052,17 @@ class KernelProblem:
         alpha = np.array(alpha, dtype=np.float64)
         if np.any(A > alpha) or np.any(alpha > B):
             raise ValueError("starting alpha violates the box constraints")
+        g_in = np.zeros(0)
+        if warm is not None:
+            alpha_prev, g_prev = warm
+            w = np.bincount(pov, weights=alpha - alpha_prev, minlength=self.m)
+            g_in = np.asarray(g_prev, dtype=np.float64) - self.kernel_times(w)[pov]
         g, b, n_iter, status = _smo_solve(
             self.points, self.sqnorm, self.k0, self.k00, self.has_x0, self.code,
             self.sigma, self.degree, self.coef0, pov, zeta, A, B, alpha,
             self.data, self.slot_of, self.owner, self.stamp, self.counters,
-            float(tol), int(max_iter), bool(shrinking),
+            float(tol), int(max_iter), bool(shrinking), self.block, self.buf,
+            g_in,
         )
         return alpha, g, float(b), int(n_iter), int(status)
 
@@ -829,13 +1072,14 @@ class KernelProblem:
         return _kernel_times(w, self.data, self.slot_of, self.owner, self.stamp,
                              self.counters, self.points, self.sqnorm, self.k0,
                              self.k00, self.has_x0, self.code, self.sigma, self.degree,
-                             self.coef0)
+                             self.coef0, self.block, self.buf)
 
     def row(self, p: int) -> np.ndarray:
         """Copy of the (cached) kernel row of base point ``p``."""
         s = _get_row(p, self.data, self.slot_of, self.owner, self.stamp,
                      self.counters, self.points, self.sqnorm, self.k0, self.k00,
-                     self.has_x0, self.code, self.sigma, self.degree, self.coef0)
+                     self.has_x0, self.code, self.sigma, self.degree, self.coef0,
+                     self.block, self.buf)
         return self.data[s].copy()
 
 

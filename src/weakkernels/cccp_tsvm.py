@@ -19,6 +19,7 @@ each iteration (``objective_curve_``).
 
 from __future__ import annotations
 
+import logging
 import warnings
 from numbers import Integral, Real
 
@@ -27,7 +28,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -45,6 +46,7 @@ from weakkernels._smo import (
 )
 from weakkernels._validation import (
     _SPARSE_FORMATS,
+    LabeledScoreMixin,
     _canonical_csr,
     check_divergence,
     check_fitted_model,
@@ -55,6 +57,8 @@ from weakkernels._validation import (
 from weakkernels.kernels import KERNEL_CODES
 
 __all__ = ["CCCPTSVM", "RampSVM"]
+
+_LOG = logging.getLogger(__name__)
 
 
 # --------------------------------------------------------------------------
@@ -100,7 +104,7 @@ def _make_feasible(alpha, A, B, free):
 
 
 def _cccp(kp, pov, yv, zeta, cap, concave, free, s, beta, alpha, *, tol, max_iter,
-          shrinking, max_cccp_iter):
+          shrinking, max_cccp_iter, warm_gradient=False):
     """CCCP (Algorithm 1.1) for Algorithms 1.2/1.3 over the variables ``pov``.
 
     Variable ``k`` has label ``yv[k]``, linear term ``zeta[k]`` and loss weight
@@ -123,14 +127,19 @@ def _cccp(kp, pov, yv, zeta, cap, concave, free, s, beta, alpha, *, tol, max_ite
     hit_cap = False
     objective_weight = np.where(free, 0.0, cap)
     max_iter = _resolve_max_iter(max_iter, pov.size)
+    warm = None
     for _ in range(max_cccp_iter):
         A, B = bounds_from_margins(yv, -beta, cap - beta)
         A[free] = -np.inf
         B[free] = np.inf
         alpha = _make_feasible(alpha, A, B, free)
         alpha, g, b, n_it, status = kp.solve(
-            pov, zeta, A, B, alpha, tol=tol, max_iter=max_iter, shrinking=shrinking
+            pov, zeta, A, B, alpha, tol=tol, max_iter=max_iter, shrinking=shrinking,
+            warm=warm,
         )
+        # the next iteration's gradient from this one: zeta is fixed, only the
+        # variables that _make_feasible clips move (see KernelProblem.solve)
+        warm = (alpha.copy(), g) if warm_gradient else None
         check_divergence(alpha, "C (and C_star)")
         smo_iters += n_it
         hit_cap |= status == STATUS_MAX_ITER
@@ -185,14 +194,15 @@ _COMMON_CONSTRAINTS = {
     "coef0": [Interval(Real, None, None, closed="neither")],
     "C": [Interval(Real, 0, None, closed="neither")],
     "tol": [Interval(Real, 0, None, closed="neither")],
-    "cache_size": [Interval(Real, 0, None, closed="neither")],
+    "cache_size": [Interval(Real, 0, None, closed="neither"), None],
+    "cache_dtype": [StrOptions({"float64", "float32"})],
     "max_iter": [Interval(Integral, -1, None, closed="left"), None],
     "max_cccp_iter": [Interval(Integral, 1, None, closed="left")],
     "shrinking": ["boolean"],
 }
 
 
-class _CCCPBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
+class _CCCPBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
     """Prediction, probability calibration and model files for both estimators.
 
     Fitted model: ``f_c(x) = sum_s dual_coef_[c, s] k(x, support_vectors_[s])
@@ -207,9 +217,21 @@ class _CCCPBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
             float(self.sigma),
             int(self.degree),
             float(self.coef0),
-            float(self.cache_size),
+            None if self.cache_size is None else float(self.cache_size),
             extra_mean_idx,
             rows,
+            np.dtype(self.cache_dtype),
+        )
+
+    def _store_cache_stats(self, kp):
+        """Fitted cache diagnostics, also logged (``logging``, this module)."""
+        self.cache_rows_ = int(kp.capacity)
+        self.cache_hit_rate_ = float(kp.hit_rate)
+        self.kernel_rows_computed_ = int(kp.rows_computed)
+        _LOG.info(
+            "kernel cache: %d of %d rows (%s, %.0f MB), hit rate %.4f, %d rows "
+            "computed", kp.capacity, kp.m, kp.data.dtype, kp.data.nbytes / 2**20,
+            self.cache_hit_rate_, self.kernel_rows_computed_,
         )
 
     def _check_numerics(self, X, C, c_name):
@@ -457,8 +479,15 @@ class RampSVM(_CCCPBase):
         i.e. the first CCCP iteration is the hinge SVM on all the data.
     tol : float, default=1e-3
         KKT tolerance of every SMO solve (the LIBSVM/``SVC`` stopping rule).
-    cache_size : float, default=200.0
-        Kernel-row cache in MB.
+    cache_size : float or None, default=None
+        Kernel-row cache in MB. ``None``: a quarter of the memory available
+        when ``fit`` starts (``weakkernels._smo.CACHE_MEMORY_FRACTION`` of
+        ``MemAvailable``), at most the full kernel matrix. The model does not
+        depend on it (only the time does).
+    cache_dtype : {"float64", "float32"}, default="float64"
+        Storage of the cached kernel rows; float32 halves the memory (rows are
+        rounded to float32; the solver's arithmetic stays float64), so the
+        model changes slightly (BENCHMARKS.md, "CCCP-TSVM at scale").
     max_iter : int or None, default=None
         SMO iterations per convex solve. ``None``: LIBSVM's cap
         ``max(10**7, 100 * n_variables)``, generous enough never to stop a
@@ -489,6 +518,13 @@ class RampSVM(_CCCPBase):
         SMO tolerance (Eq. 1.2-1.3).
     probA_, probB_ : ndarray (n_problems,)
         Platt sigmoid parameters.
+    cache_rows_ : int
+        Kernel rows the cache held (``cache_size`` over the row length).
+    cache_hit_rate_ : float
+        Fraction of the solver's row requests served by the cache during
+        ``fit`` (rows stored when the cache was filled count as hits).
+    kernel_rows_computed_ : int
+        Kernel rows computed during ``fit``, the cache fill included.
     """
 
     _parameter_constraints: dict = {
@@ -509,7 +545,8 @@ class RampSVM(_CCCPBase):
         coef0: float = 1.0,
         init_fraction: float | None = None,
         tol: float = 1e-3,
-        cache_size: float = 200.0,
+        cache_size: float | None = None,
+        cache_dtype: str = "float64",
         max_iter: int | None = None,
         max_cccp_iter: int = 50,
         shrinking: bool = True,
@@ -524,6 +561,7 @@ class RampSVM(_CCCPBase):
         self.init_fraction = init_fraction
         self.tol = tol
         self.cache_size = cache_size
+        self.cache_dtype = cache_dtype
         self.max_iter = max_iter
         self.max_cccp_iter = max_cccp_iter
         self.shrinking = shrinking
@@ -587,6 +625,7 @@ class RampSVM(_CCCPBase):
             f_lab.append(res["f"])
             curves.append(res["curve"])
             n_iters.append(res["n_iter"])
+        self._store_cache_stats(kp)
         del kp  # free the kernel cache before the support vectors are copied
         self._store_solution(X, coefs, intercepts, f_lab, y_enc, curves, n_iters,
                              hit_cap, f_lab)
@@ -648,7 +687,7 @@ class CCCPTSVM(_CCCPBase):
         computed once per fit (O(U (L + U)) kernel evaluations, O(L + U)
         memory); ``alpha_0`` spreads over all unlabeled points, which therefore
         all enter the expansion.
-    tol, cache_size, max_iter, max_cccp_iter, shrinking
+    tol, cache_size, cache_dtype, max_iter, max_cccp_iter, shrinking
         As in :class:`RampSVM`.
 
     Notes
@@ -659,7 +698,7 @@ class CCCPTSVM(_CCCPBase):
     Attributes
     ----------
     classes_, support_vectors_, support_, dual_coef_, intercept_, n_support_,
-    n_iter_, probA_, probB_
+    n_iter_, probA_, probB_, cache_rows_, cache_hit_rate_, kernel_rows_computed_
         As in :class:`RampSVM` (``support_`` indexes the rows of ``X`` in fit).
     objective_curve_ : ndarray, or list of ndarray for more than two classes
         Objective of Eq. 1.12 after each CCCP iteration (non-increasing up to
@@ -687,7 +726,8 @@ class CCCPTSVM(_CCCPBase):
         coef0: float = 1.0,
         balance: bool = True,
         tol: float = 1e-3,
-        cache_size: float = 200.0,
+        cache_size: float | None = None,
+        cache_dtype: str = "float64",
         max_iter: int | None = None,
         max_cccp_iter: int = 50,
         shrinking: bool = True,
@@ -702,6 +742,7 @@ class CCCPTSVM(_CCCPBase):
         self.balance = balance
         self.tol = tol
         self.cache_size = cache_size
+        self.cache_dtype = cache_dtype
         self.max_iter = max_iter
         self.max_cccp_iter = max_cccp_iter
         self.shrinking = shrinking
@@ -809,6 +850,7 @@ class CCCPTSVM(_CCCPBase):
         f_train = [
             np.concatenate([fl, fu]) for fl, fu in zip(f_lab, f_unl, strict=True)
         ]
+        self._store_cache_stats(kp)
         del kp  # free the kernel cache (and reordered dense rows) first
         self._store_solution(X, coefs, intercepts, f_lab, y_enc, curves, n_iters,
                              hit_cap, f_train)
