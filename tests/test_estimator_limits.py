@@ -78,3 +78,19 @@ def test_random_features_refuse_a_corrupt_csr():
     for call in (rf.transform, RandomFeatures(n_components=8).fit):
         with pytest.raises(ValueError, match="indices"):
             call(bad)
+
+
+@pytest.mark.parametrize("make", [lambda: TSGS3VM(random_state=0),
+                                  lambda: QSGS2AUC(random_state=0, prior=0.5)])
+def test_score_ignores_unlabeled_rows_and_refuses_unknown_labels(make):
+    """One meaning of score for every estimator: accuracy on the labeled
+    rows of a semi-supervised y (the inherited one counted y == -1 as wrong
+    and returned 0.0 for TSGS3VM)."""
+    X, y = _semi()
+    est = make().fit(X, y)
+    lab = y != -1
+    assert est.score(X, y) == pytest.approx(np.mean(est.predict(X[lab]) == y[lab]))
+    with pytest.raises(ValueError, match="not in classes_"):
+        est.score(X[:5], np.array([0, 1, 7, 0, 1]))
+    with pytest.raises(ValueError, match="labeled samples"):
+        est.score(X[:5], np.full(5, -1))

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.multiclass import type_of_target
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 UNLABELED = -1
 
@@ -341,3 +341,35 @@ def check_fitted_model(estimator, coef, decision_on_train) -> None:
             DegenerateModelWarning,
             stacklevel=3,
         )
+
+
+class LabeledScoreMixin:
+    """``score(X, y)``: accuracy of ``predict`` on the labeled rows of a
+    semi-supervised ``y`` (``y == -1`` rows ignored, as in ``fit``), the same
+    for every estimator of the package. Labels outside ``classes_`` and a
+    ``y`` with no labeled row are a ValueError (scikit-learn's inherited
+    ``score`` counted them as errors and returned 0.0)."""
+
+    def _labeled(self, X, y, sample_weight):
+        """The labeled rows of ``(X, y)`` (``y == -1`` dropped), checked."""
+        check_is_fitted(self)
+        y = np.asarray(y)
+        lab = y != UNLABELED
+        yl = y[lab]
+        unknown = np.setdiff1d(np.unique(yl), self.classes_)
+        if unknown.size:
+            raise ValueError(f"y holds labels {unknown.tolist()} not in classes_.")
+        # sparse X: the labeled rows, still sparse (COO cannot be indexed)
+        X = sp.csr_matrix(X)[np.flatnonzero(lab)] if sp.issparse(X) else (
+            X.iloc[lab] if hasattr(X, "iloc") else np.asarray(X)[lab])
+        sw = None if sample_weight is None else np.asarray(sample_weight)[lab]
+        return X, yl, sw
+
+    def score(self, X, y, sample_weight=None):
+        """Accuracy of :meth:`predict` on the labeled samples of ``(X, y)``
+        (``y == -1`` ignored) -- scikit-learn's ``score`` for a classifier."""
+        X, yl, sw = self._labeled(X, y, sample_weight)
+        if yl.size == 0:
+            raise ValueError("score needs labeled samples (y != -1).")
+        return float(np.average(self.predict(X) == yl, weights=sw))
+

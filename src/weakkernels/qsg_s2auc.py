@@ -41,7 +41,6 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.metrics import roc_auc_score
 from sklearn.utils._param_validation import Interval
@@ -64,7 +63,7 @@ from weakkernels._dsg import (
     set_expansion_state,
 )
 from weakkernels._validation import (
-    UNLABELED,
+    LabeledScoreMixin,
     check_divergence,
     check_fitted_model,
     validate_predict,
@@ -155,7 +154,7 @@ def step_theta(eta0: float, t: int, t0: float = 0.0) -> float:
 
 
 # --------------------------------------------------- shared AUC behaviour --
-class _AUCRankerMixin:
+class _AUCRankerMixin(LabeledScoreMixin):
     """predict / predict_proba / score shared by QSG-S2AUC and the baselines.
 
     A pairwise loss only sees differences ``f(x) - f(x')``: the scores have no
@@ -232,33 +231,6 @@ class _AUCRankerMixin:
         points' decision values (the only points with known labels)."""
         p = platt_proba(self.decision_function(X), *self.platt_)
         return np.column_stack([1.0 - p, p])
-
-    def _labeled(self, X, y, sample_weight):
-        """The labeled rows of ``(X, y)`` (``y == -1`` dropped), checked."""
-        check_is_fitted(self)
-        y = np.asarray(y)
-        lab = y != UNLABELED
-        yl = y[lab]
-        unknown = np.setdiff1d(np.unique(yl), self.classes_)
-        if unknown.size:
-            raise ValueError(f"y holds labels {unknown.tolist()} not in classes_.")
-        # sparse X: the labeled rows, still sparse (COO cannot be indexed)
-        X = sp.csr_matrix(X)[np.flatnonzero(lab)] if sp.issparse(X) else (
-            np.asarray(X)[lab])
-        sw = None if sample_weight is None else np.asarray(sample_weight)[lab]
-        return X, yl, sw
-
-    def score(self, X, y, sample_weight=None):
-        """Accuracy of :meth:`predict` on the labeled samples of ``(X, y)``
-        (``y == -1`` ignored) -- scikit-learn's ``score`` for a classifier.
-
-        The AUC, the quantity this estimator optimizes, is :meth:`auc`, or
-        ``sklearn.metrics.get_scorer("roc_auc")`` on labeled data.
-        """
-        X, yl, sw = self._labeled(X, y, sample_weight)
-        if yl.size == 0:
-            raise ValueError("score needs labeled samples (y != -1).")
-        return float(np.average(self.predict(X) == yl, weights=sw))
 
     def auc(self, X, y, sample_weight=None):
         """AUC of ``decision_function`` on the labeled samples of ``(X, y)``

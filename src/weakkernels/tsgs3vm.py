@@ -50,6 +50,7 @@ from weakkernels._dsg import (
     step_size,
 )
 from weakkernels._validation import (
+    LabeledScoreMixin,
     check_divergence,
     check_fitted_model,
     validate_predict,
@@ -238,7 +239,7 @@ _COMMON_CONSTRAINTS = {
 }
 
 
-class _S3VMBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
+class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
     """Shared fit/predict of TSGS3VM and FRS3VM (they differ in the feature layout)."""
 
     _parameter_constraints = dict(_COMMON_CONSTRAINTS)
