@@ -27,7 +27,7 @@ from weakkernels.pipeline.evaluation import (
 from weakkernels.pipeline.params_schema import load_params
 from weakkernels.pipeline.storage import atomic_write_json, repo_root
 from weakkernels.pipeline.timings import TIMINGS_DIR, merge_runs, strip
-from weakkernels.pipeline.tracking import setup_mlflow
+from weakkernels.pipeline.tracking import setup_mlflow, ui_path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,12 +58,13 @@ def main(argv: list[str] | None = None) -> int:
     atomic_write_json(timings / "summary.json", summary)
     atomic_write_json(args.metrics, headline(summary))
     if any(r.get("run_id") for r in per_seed):
-        setup_mlflow(params["mlflow"]["experiment"],
-                     repo_root(Path(args.params).resolve().parent))
+        exp_id = setup_mlflow(params["mlflow"]["experiment"],
+                              repo_root(Path(args.params).resolve().parent))
         log_to_mlflow(per_seed, summary, side.get("parent_run_id"))
         for ds, reg in register_champions(champions(runs, per_seed)).items():
             print(f"champion {ds}: models:/{reg['name']}@champion = version "
                   f"{reg['version']}" + ("" if reg["moved"] else " (unchanged)"))
+        print(f"compare the runs: mlflow ui, then open {ui_path(exp_id)}")
     print("\n".join(summary_lines(summary)))
     return 0
 

@@ -6,13 +6,17 @@ Each test uses a throw-away sqlite store under pytest's ``tmp_path``."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 from weakkernels.pipeline.tracking import (
+    COMPARE_VIEW,
     EXPERIMENT_KIND,
     EXPERIMENT_KIND_TAG,
     setup_mlflow,
+    ui_path,
 )
 
 # MLflow's SQLAlchemy store, first opened by a fixture here (the stages
@@ -39,6 +43,9 @@ def test_experiment_is_declared_model_training(store, tmp_path):
     exp_id = setup_mlflow("wk-kind", tmp_path)
     assert store.get_experiment(exp_id).tags[EXPERIMENT_KIND_TAG] == EXPERIMENT_KIND
     assert EXPERIMENT_KIND == "custom_model_development"
+    view = store.get_experiment(exp_id).tags["mlflow.sharedViewState.compare"]
+    assert json.loads(view) == COMPARE_VIEW
+    assert ui_path(exp_id).endswith("viewStateShareKey=compare")
     assert setup_mlflow("wk-kind", tmp_path) == exp_id
     # an experiment created elsewhere (e.g. by `mlflow run`) is tagged too
     other = store.create_experiment("made-elsewhere")
@@ -100,8 +107,6 @@ def test_dataset_input_names_source_digest_and_split(store, tmp_path):
     """A run's data set input: name, the source file's sha256 as digest (the 36
     characters the store keeps), its path in the mirror, rows and features; the
     split's counts ride on the input's tags."""
-    import json
-
     import mlflow
 
     from weakkernels.pipeline.datasets import DATASETS

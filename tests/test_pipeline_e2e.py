@@ -45,12 +45,19 @@ def _run(cmd, cwd, env, timeout=600):
     return proc
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory):
-    """A copy of the pipeline with a tiny params.yaml, reproduced with DVC."""
+def build_project(tmp: Path, *, models: list[str] | None = None,
+                  n_trials: int = 2, su: bool = True,
+                  copy_package: bool = True, edit=None, repro: bool = True) -> dict:
+    """A copy of the pipeline in ``tmp`` with a tiny params.yaml (g50c and
+    cod-rna), reproduced with DVC.  ``models``: the compared models (default:
+    every model of params.yaml plus tsgs3vm, tsgsu, qsgs2auc); ``su=False``
+    drops the SU splits (no SU model then runs); ``copy_package=False`` runs
+    the installed package instead of a copy (numba's cache, keyed by the source
+    path, then serves the compiled kernels); ``edit(params)`` changes the
+    params before they are written; ``repro=False`` leaves the stages to the
+    caller."""
     from weakkernels.pipeline.registry import MODELS
 
-    tmp = tmp_path_factory.mktemp("wkproj")
     for name in ("dvc.yaml", "MLproject", "python_env.yaml"):
         shutil.copy(ROOT / name, tmp / name)
     shutil.copytree(ROOT / "pipelines", tmp / "pipelines",
@@ -58,32 +65,48 @@ def project(tmp_path_factory):
     # The whole package, imported from the copy (PYTHONPATH): edits to the
     # working tree during the test (study names hash the estimator code) do not
     # leak into the stages.
-    shutil.copytree(ROOT / "src" / "weakkernels", tmp / "src" / "weakkernels",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    if copy_package:
+        shutil.copytree(ROOT / "src" / "weakkernels", tmp / "src" / "weakkernels",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    else:  # dvc.yaml's deps name src/weakkernels
+        (tmp / "src").symlink_to(ROOT / "src", target_is_directory=True)
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["data"]["datasets"] = ["g50c", "cod-rna"]
     params["download"].update(mirror=str(MIRROR), use_network=False)
     params["split"].update(seeds=[0, 1])
     params["split"]["ssl"].update(n_labeled=40, n_unlabeled=[150, 300], n_val=100,
                                   n_test=300)
-    params["split"]["su"].update(datasets=["cod-rna"], n_pairs=100,
+    params["split"]["su"].update(datasets=["cod-rna"] if su else [], n_pairs=100,
                                  n_unlabeled=[300], n_val=100)
     avail = set(MODELS)
-    params["models"]["names"] = [m for m in params["models"]["names"] if m in avail]
-    for extra in ("tsgs3vm", "tsgsu", "qsgs2auc"):
-        if extra in avail and extra not in params["models"]["names"]:
-            params["models"]["names"].append(extra)
-    params["tune"].update(n_trials=2, n_startup_trials=2)
+    if models is None:
+        models = [m for m in params["models"]["names"] if m in avail]
+        for extra in ("tsgs3vm", "tsgsu", "qsgs2auc"):
+            if extra in avail and extra not in models:
+                models.append(extra)
+    params["models"]["names"] = list(models)
+    params["tune"].update(n_trials=n_trials, n_startup_trials=n_trials)
     params["train"].update(seeds=[1])
+    if edit is not None:
+        edit(params)
     (tmp / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    env = {**_env(tmp), "PYTHONPATH": str(tmp / "src")}
+    env = {**_env(tmp), **({"PYTHONPATH": str(tmp / "src")} if copy_package
+                           else {})}
     _run(["git", "init", "-q"], tmp, env)
     _run([sys.executable, "-m", "dvc", "init", "-q"], tmp, env)
     _run([sys.executable, "-m", "dvc", "config", "core.analytics", "false"], tmp, env)
     shutil.copy(ROOT / ".dvcignore", tmp / ".dvcignore")  # __pycache__ of the copy
+    if not repro:
+        return {"root": tmp, "params": params, "env": env}
     proc = _run([sys.executable, "-m", "dvc", "repro"], tmp, env)
     return {"root": tmp, "params": params, "env": env, "log": proc.stdout,
             "stderr": proc.stderr}
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """A copy of the pipeline with a tiny params.yaml, reproduced with DVC."""
+    return build_project(tmp_path_factory.mktemp("wkproj"))
 
 
 def test_metrics_files_hold_sane_values(project):

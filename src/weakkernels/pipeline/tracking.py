@@ -37,6 +37,8 @@ __all__ = [
     "REACHABLE_TIMEOUT_S",
     "TrackingUnreachable",
     "check_reachable",
+    "COMPARE_VIEW",
+    "COMPARE_VIEW_KEY",
     "dataset_digest",
     "log_dataset_input",
     "log_pyfunc",
@@ -48,6 +50,7 @@ __all__ = [
     "split_counts",
     "stage_run",
     "tracking_uri",
+    "ui_path",
 ]
 
 _TELEMETRY_OFF = {"MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1"}
@@ -57,6 +60,18 @@ _TELEMETRY_OFF = {"MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1"}
 # the GenAI overview (traces, token usage) instead of the runs table.
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 EXPERIMENT_KIND = "custom_model_development"
+# An MLflow UI "shared view" (experiment tag mlflow.sharedViewState.<key>): the
+# train stage's model x dataset x size runs, flat, best mean test error first.
+COMPARE_VIEW_KEY = "compare"
+COMPARE_VIEW = {
+    "searchFilter": "tags.level = 'group'",
+    "orderByKey": "metrics.`test_error_mean`", "orderByAsc": True,
+    "startTime": "ALL", "lifecycleFilter": "Active", "datasetsFilter": [],
+    "modelVersionFilter": "All Runs", "runsHiddenMode": "SHOW_ALL",
+    "selectedColumns": ["attributes.`Dataset`", "params.`n_unlabeled`",
+                        "metrics.`test_error_mean`", "metrics.`test_auc_mean`",
+                        "metrics.`test_error_std`", "attributes.`Models`"],
+}
 
 
 def main_repo_root(root: str | os.PathLike) -> Path:
@@ -174,12 +189,29 @@ def setup_mlflow(experiment: str, root: str | os.PathLike) -> str:
 
 
 def _declare_kind(exp_id: str) -> None:
-    """Tag the experiment as model training (once), so the UI opens on its runs."""
+    """Tag the experiment as model training and store the comparison view
+    (once each), so the UI opens on the runs compared (:func:`ui_path`)."""
     from mlflow import MlflowClient
 
     client = MlflowClient()
-    if client.get_experiment(exp_id).tags.get(EXPERIMENT_KIND_TAG) != EXPERIMENT_KIND:
-        client.set_experiment_tag(exp_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
+    tags = client.get_experiment(exp_id).tags
+    view = json.dumps(COMPARE_VIEW, sort_keys=True)
+    for key, value in ((EXPERIMENT_KIND_TAG, EXPERIMENT_KIND),
+                       (f"mlflow.sharedViewState.{COMPARE_VIEW_KEY}", view)):
+        if tags.get(key) != value:
+            client.set_experiment_tag(exp_id, key, value)
+
+
+def ui_path(exp_id: str) -> str:
+    """The MLflow UI page of the comparison (append it to the server's URL):
+    the experiment's runs in the model-training view (MLflow 3.17's UI takes
+    the view from its GenAI / Model training switch, default GenAI, and not
+    from the experiment's kind tag), one row per model x dataset x unlabeled
+    size, sorted by mean test error, with the dataset and test metrics as
+    columns (:data:`COMPARE_VIEW`, an MLflow shared view stored on the
+    experiment)."""
+    return (f"/#/experiments/{exp_id}/runs?workflowType=machine_learning"
+            f"&viewStateShareKey={COMPARE_VIEW_KEY}")
 
 
 def _git(root: Path, *args: str) -> str:
