@@ -53,7 +53,8 @@ def test_fit_save_load_and_landmarks(cls, tmp_path):
     assert est.n_features_model_ == 128
     # every labeled row is a landmark (60 <= 128 / 2)
     Z = est.spec_.landmarks
-    assert all(np.any(np.all(Z == x, axis=1)) for x in X[:60])
+    assert Z.dtype == np.float32  # stored in the compute dtype
+    assert all(np.any(np.all(Z == x, axis=1)) for x in X[:60].astype(np.float32))
     assert (est.predict(X[60:]) == truth[60:]).mean() > 0.8
     est.save(tmp_path / "m.wk")
     again = load(tmp_path / "m.wk")

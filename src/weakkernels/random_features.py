@@ -712,8 +712,11 @@ class NystromSpec:
         self.degree, self.coef0 = 2, 1.0
         self.dtype = np.dtype(dtype)
         self.seed = int(seed)
-        Z = np.ascontiguousarray(landmarks, dtype=np.float64)
-        self.landmarks = Z
+        # landmarks rounded to the compute dtype first: the model file stores
+        # them so (float32: half the bytes) and L computed from the stored
+        # values is the same after loading, bit for bit
+        self.landmarks = np.ascontiguousarray(landmarks, dtype=self.dtype)
+        Z = self.landmarks.astype(np.float64)
         self.block_size = Z.shape[0]
         self.d = Z.shape[1]
         sq = np.einsum("ij,ij->i", Z, Z)
