@@ -110,8 +110,9 @@ def run_child(args) -> dict:
     else:
         # the estimator's default: L-BFGS on growing samples up to every row,
         # default feature count (held features when they fit, else streamed)
-        max_features = None
-        kw = dict(sigma=spec.teacher_sigma, C=args.C, random_state=0)
+        max_features = args.max_features
+        kw = dict(sigma=spec.teacher_sigma, C=args.C, random_state=0,
+                  features=args.features, max_features=max_features)
     # warm-up: compile the numba kernels outside the timed fit
     y_warm = np.asarray(y_true[:2000]).astype(np.int8)
     y_warm[1000:] = -1
@@ -130,6 +131,7 @@ def run_child(args) -> dict:
     return dict(
         dataset=args.dataset, n=n, d=int(X.shape[1]), n_labeled=n_l,
         n_iter=int(est.n_iter_), max_features=max_features,
+        features=getattr(est, "features_", "fourier"),
         n_features_model=int(est.n_features_model_), fit_s=fit_s, cpu_s=cpu_s,
         load_avg_1min=os.getloadavg()[0],
         test_error=err, n_test=int(args.n_test), predict_test_s=pred_s,
@@ -209,6 +211,10 @@ def main(argv=None) -> int:
     ap.add_argument("--solver", choices=["sgd", "lbfgs"], default="sgd",
                     help="sgd: paper 000's one pass (default); lbfgs: the "
                     "estimator's default solver, every row")
+    ap.add_argument("--features", default="auto",
+                    choices=["auto", "fourier", "nystroem"], help="lbfgs basis")
+    ap.add_argument("--max-features", type=int, default=None,
+                    help="lbfgs: pin the feature count (default: the rule)")
     ap.add_argument("--extrapolate", default="",
                     help="sizes not run, predicted from the fitted slope")
     ap.add_argument("--out", default="benchmarks/results/scale_train.json")
@@ -226,8 +232,9 @@ def main(argv=None) -> int:
     title = (f"{args.dataset} (SYNTHETIC, d={spec.n_features}), one pass, batch "
              "256+256, max_features=ceil(sqrt(n)); shared 2-core machine"
              if args.solver == "sgd" else
-             f"{args.dataset} (SYNTHETIC, d={spec.n_features}), TSGS3VM defaults "
-             f"(L-BFGS, every row), C={args.C:g}; shared 2-core machine")
+             f"{args.dataset} (SYNTHETIC, d={spec.n_features}), TSGS3VM L-BFGS "
+             f"(every row), features={args.features}, max_features="
+             f"{args.max_features or 'default'}, C={args.C:g}; shared 2-core machine")
     if args.replot:
         res = json.loads(Path(args.out).read_text())
         plot(res["runs"], Path(args.plot), title, res["extrapolated"])
@@ -248,7 +255,10 @@ def main(argv=None) -> int:
             cmd = [sys.executable, __file__, "--child", "--n", str(n),
                    "--dataset", args.dataset, "--data-dir", args.data_dir,
                    "--n-labeled", str(args.n_labeled), "--n-test", str(args.n_test),
-                   "--C", str(args.C), "--solver", args.solver]
+                   "--C", str(args.C), "--solver", args.solver,
+                   "--features", args.features]
+            if args.max_features:
+                cmd += ["--max-features", str(args.max_features)]
             res = subprocess.run(cmd, capture_output=True, text=True)
             if res.returncode:
                 raise SystemExit(f"child n={n} failed:\n{res.stderr[-3000:]}")

@@ -519,5 +519,8 @@ def test_feature_count_readings():
     assert frs.n_features_model_ == q
     from weakkernels._dsg import primal_features
 
+    fourier = TSGS3VM(max_iter=5, random_state=0, features="fourier").fit(X, y)
+    assert fourier.n_features_model_ == primal_features(len(X), 32)
+    # the default basis on a small dense set: Nyström on every row
     default = TSGS3VM(max_iter=5, random_state=0).fit(X, y)
-    assert default.n_features_model_ == primal_features(len(X), 32)
+    assert default.features_ == "nystroem" and default.n_features_model_ == len(X)

@@ -244,7 +244,7 @@ PRIMAL_CHUNK_ROWS = 2048
 PRIMAL_CACHE_FRACTION = 0.25
 PRIMAL_CACHE_MAX_BYTES = 4 << 30
 # L-BFGS iterations on a level past level 0 whose feature matrix exceeds
-# _HELD_FEATURE_BYTES (in float32; a constant, not the machine's memory, so
+# HELD_FEATURE_BYTES (in float32; a constant, not the machine's memory, so
 # the model does not depend on where it is fitted). Such a level is usually
 # streamed, two feature passes per iteration; the warm start from the
 # previous, four times smaller level is close, and this bounds the passes a
@@ -308,7 +308,7 @@ def iteration_budget(solver: str, max_iter, n_passes: float, n_rows: int,
 LBFGS_FEATURES = 1024
 LBFGS_MAX_FEATURES = 4096
 LBFGS_LARGE_FEATURES = 8192
-_HELD_FEATURE_BYTES = 1 << 31
+HELD_FEATURE_BYTES = 1 << 31
 _PRIMAL_BUDGET = 1 << 22
 _FREQUENCY_BUDGET = 1 << 24
 
@@ -367,7 +367,7 @@ def primal_features(n_rows: int, block_size: int, n_features_in: int = 1) -> int
     """
     n = max(int(n_rows), 1)
     D = max(LBFGS_FEATURES, min(LBFGS_MAX_FEATURES, _PRIMAL_BUDGET // n))
-    held = _HELD_FEATURE_BYTES // (4 * n)
+    held = HELD_FEATURE_BYTES // (4 * n)
     D = max(D, min(int(16 * math.sqrt(n)), LBFGS_LARGE_FEATURES, held))
     D = max(LBFGS_FEATURES, min(D, _FREQUENCY_BUDGET // max(n_features_in, 1)))
     return max(block_size, D // block_size * block_size)
@@ -829,7 +829,7 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
                 # one scale at every level, and a warm start's own gradient
                 # is already small (relative to it, far more iterations)
                 iters = int(max_iter)
-                if k > 0 and cur["rows"] * D * 4 > _HELD_FEATURE_BYTES:
+                if k > 0 and cur["rows"] * D * 4 > HELD_FEATURE_BYTES:
                     iters = min(iters, PRIMAL_LARGE_LEVEL_MAX_ITER)
                 res = minimize(
                     objective, z, args=(w,), jac=True, method="L-BFGS-B",
