@@ -162,7 +162,9 @@ def main(argv=None) -> int:
     for m, L, U in keys:
         sel = [r for r in rows if (r[1], r[2], r[3]) == (m, L, U)]
         med = [float(np.median([float(r[i]) for r in sel])) for i in (5, 6, 8)]
-        print(f"| {m} | {L} | {U} | {100 * med[0]:.2f} | {100 * med[1]:.2f} | "
+        # a model at chance is flagged, never printed as a result
+        flag = " **at chance**" if med[1] >= 0.45 else ""
+        print(f"| {m} | {L} | {U} | {100 * med[0]:.2f}{flag} | {100 * med[1]:.2f} | "
               f"{med[2]:.0f} |")
     return 0
 
