@@ -465,8 +465,30 @@ def _gradient_from_scratch(alpha, zeta, pov, g, only_inactive, is_active, data,
     w = np.zeros(m)
     for k in range(alpha.shape[0]):
         w[pov[k]] += alpha[k]
-    kw = _kernel_times(w, data, slot_of, owner, stamp, counters, X, sqnorm, k0,
-                       k00, has_x0, code, sigma, degree, coef0, block, buf)
+    n_need = m
+    if only_inactive:
+        # only the entries of K w that shrunk variables read: the same sums
+        # (same terms, same order), over fewer columns of the cached rows
+        need = np.zeros(m, dtype=np.bool_)
+        for k in range(alpha.shape[0]):
+            if not is_active[k]:
+                need[pov[k]] = True
+        qs = np.flatnonzero(need)
+        n_need = qs.shape[0]
+    if n_need < m // 2:
+        kw = np.zeros(m)
+        for p in range(m):
+            if w[p] != 0.0:
+                s = _get_row(p, data, slot_of, owner, stamp, counters, X, sqnorm,
+                             k0, k00, has_x0, code, sigma, degree, coef0, block,
+                             buf)
+                wp = w[p]
+                for a in range(n_need):
+                    q = qs[a]
+                    kw[q] += wp * data[s, q]
+    else:
+        kw = _kernel_times(w, data, slot_of, owner, stamp, counters, X, sqnorm, k0,
+                           k00, has_x0, code, sigma, degree, coef0, block, buf)
     for k in range(alpha.shape[0]):
         if not only_inactive or not is_active[k]:
             g[k] = zeta[k] - kw[pov[k]]
@@ -507,6 +529,11 @@ def _smo_solve(X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, pov, zeta
     counter = shrink_every
     it = 0
     status = STATUS_CONVERGED
+    # (gmax, i) of the next iteration, found by the gradient update's pass
+    # over the same variables in the same order (the selection below, fused:
+    # one pass over the active set fewer per iteration); -2: not known
+    next_i = -2
+    next_gmax = -np.inf
     while True:
         if max_iter >= 0 and it >= max_iter:
             status = STATUS_MAX_ITER
@@ -517,14 +544,20 @@ def _smo_solve(X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, pov, zeta
                 counter = shrink_every
                 n_active = _shrink(alpha, g, A, B, active, n_active, is_active,
                                    tol, unshrunk)
+                next_i = -2
         # --- i: maximal gradient among variables that may increase
-        gmax = -np.inf
-        i = -1
-        for a in range(n_active):
-            k = active[a]
-            if alpha[k] < B[k] and g[k] > gmax:
-                gmax = g[k]
-                i = k
+        if next_i != -2:
+            gmax = next_gmax
+            i = next_i
+        else:
+            gmax = -np.inf
+            i = -1
+            for a in range(n_active):
+                k = active[a]
+                if alpha[k] < B[k] and g[k] > gmax:
+                    gmax = g[k]
+                    i = k
+        next_i = -2
         gmin = np.inf
         j = -1
         if i >= 0:
@@ -599,10 +632,17 @@ def _smo_solve(X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, pov, zeta
         else:
             alpha[i] += lam
             alpha[j] -= lam
+        ngmax = -np.inf
+        ni = -1
         for a in range(n_active):
             k = active[a]
             pk = pov[k]
             g[k] -= lam * (data[si, pk] - data[sj, pk])
+            if alpha[k] < B[k] and g[k] > ngmax:
+                ngmax = g[k]
+                ni = k
+        next_i = ni
+        next_gmax = ngmax
         it += 1
     if n_active < n:
         _unshrink(alpha, zeta, pov, g, active, is_active, data, slot_of, owner,
