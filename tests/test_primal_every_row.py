@@ -72,38 +72,21 @@ def test_chunked_products_equal_the_one_shot_matrix(monkeypatch, sparse, cache,
             pool.shutdown()
 
 
-@pytest.mark.parametrize("intercept", ["free", "balance"])
-def test_chunked_gradient_matches_finite_differences(small_levels, intercept):
-    """The objective the solver minimises (float64 features)
-    has the gradient it reports: finite differences on the chunked
-    objective at every level, chunks of 50 rows, with a free bias and with
-    features centred on a balance set."""
+def _stage_objectives(problem, spec):
+    """Per solver stage: the finite-difference error of the objective's
+    gradient at a random point, and (value, gradient) there, computed while
+    the solver's thread pool is alive."""
     from scipy.optimize import check_grad
 
-    X, _, y_semi = _data(n=300)
-    spec = FeatureSpec("rbf", 0.2, 2, 1.0, X.shape[1], 8, 3, np.float64)
-    lab = y_semi >= 0
-    Y = np.where(y_semi[lab] == 1, 1.0, -1.0)[:, None]
-
-    def loss(fs, idx, sizes, w):
-        m = Y * fs[0]
-        h = np.maximum(0.0, 1.0 - m)
-        return float((h**2).sum() + w * np.sum(np.exp(-3 * fs[1] ** 2))), [
-            -2.0 * h * Y, w * -6.0 * fs[1] * np.exp(-3 * fs[1] ** 2)]
-
-    # "balance": features centred on the unlabeled set (mu enters the products)
-    problem = Problem([(X[lab], None), (X, np.flatnonzero(~lab))], 1, loss,
-                      intercept=intercept, balance_target=np.array([0.1]))
-    errors = []
+    out = []
     real_minimize = __import__("scipy.optimize", fromlist=["minimize"]).minimize
 
     def spy(fun, x0, args=(), **kw):
-        # each stage's objective, checked at a random point while the
-        # solver's thread pool is alive
-        z = np.random.default_rng(len(errors)).normal(scale=0.1, size=x0.size)
+        z = np.random.default_rng(len(out)).normal(scale=0.1, size=x0.size)
         err = check_grad(lambda q: fun(q, *args)[0], lambda q: fun(q, *args)[1],
                          z, epsilon=1e-6)
-        errors.append(err / max(1.0, np.linalg.norm(fun(z, *args)[1])))
+        val, grad = fun(z, *args)
+        out.append((err / max(1.0, np.linalg.norm(grad)), val, grad))
         return real_minimize(fun, x0, args=args, **kw)
 
     import scipy.optimize
@@ -115,8 +98,44 @@ def test_chunked_gradient_matches_finite_differences(small_levels, intercept):
                            batch_size=None, seed=0)
     finally:
         scipy.optimize.minimize = old
-    assert len(errors) == 2  # level 0 (128 unlabeled rows), then all 240
-    assert max(errors) < 3e-5  # forward differences, step 1e-6
+    return out
+
+
+@pytest.mark.parametrize("intercept", ["free", "balance"])
+def test_chunked_gradient_matches_finite_differences(small_levels, intercept):
+    """The objective the solver minimises (float64 features) has the
+    gradient it reports: finite differences on the chunked objective at every
+    level, chunks of 50 rows, with a free bias and with features centred on a
+    balance set; and the fused one-pass objective of a row-separable loss
+    (``Problem.pointwise``) equals the two-pass one to 1e-10."""
+    X, _, y_semi = _data(n=300)
+    spec = FeatureSpec("rbf", 0.2, 2, 1.0, X.shape[1], 8, 3, np.float64)
+    lab = y_semi >= 0
+    Y = np.where(y_semi[lab] == 1, 1.0, -1.0)[:, None]
+
+    def pointwise(s, f, rows, m, w):
+        if s == 0:
+            h = np.maximum(0.0, 1.0 - Y[rows] * f)
+            return float((h**2).sum()), -2.0 * h * Y[rows]
+        e = np.exp(-3 * f**2)
+        return float(w * e.sum()), w * -6.0 * f * e
+
+    def loss(fs, idx, sizes, w):
+        parts = [pointwise(s, f, np.arange(len(f)), len(f), w)
+                 for s, f in enumerate(fs)]
+        return sum(p[0] for p in parts), [p[1] for p in parts]
+
+    sets = [(X[lab], None), (X, np.flatnonzero(~lab))]
+    # "balance": features centred on the unlabeled set (mu enters the products)
+    kw = dict(intercept=intercept, balance_target=np.array([0.1]))
+    two_pass = _stage_objectives(Problem(sets, 1, loss, **kw), spec)
+    fused = _stage_objectives(Problem(sets, 1, loss, pointwise=pointwise, **kw),
+                              spec)
+    assert len(two_pass) == len(fused) == 2  # level 0 (128 unlabeled rows), all 240
+    for (e1, v1, g1), (e2, v2, g2) in zip(two_pass, fused, strict=True):
+        assert max(e1, e2) < 3e-5  # forward differences, step 1e-6
+        assert v2 == pytest.approx(v1, rel=1e-10)
+        np.testing.assert_allclose(g2, g1, rtol=1e-10, atol=1e-12)
 
 
 def test_levels_are_nested_and_end_with_every_row(monkeypatch):

@@ -363,18 +363,25 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
         balance = _BALANCE[self.balance]
         lname = self.loss
 
+        def pointwise(s, f, rows, m, w):
+            """Eq. (1) with C and C* on sums (scikit-learn's SVC convention):
+            set ``s``'s part at the outputs ``f`` of its ``rows`` (of ``m``
+            drawn), so that the sum over a sample estimates the full sum."""
+            if s == 0:
+                YL = Y[rows]
+                k = C * n_l / m
+                margin = YL * f
+                return (k * labeled_loss(lname, margin).sum(),
+                        k * labeled_loss_grad(lname, margin) * YL)
+            k = C_star * w * n_u / m
+            return (k * unlabeled_loss(self.unlabeled_loss, f, self.s).sum(),
+                    k * unlabeled_loss_grad(self.unlabeled_loss, f, self.s))
+
         def loss(fs, idx, sizes, w):
-            """Eq. (1) with C and C* on sums (scikit-learn's SVC convention)."""
-            fL, fU = fs
-            YL = Y if idx[0] is None else Y[idx[0]]
-            kl = C * sizes[0] / fL.shape[0]
-            ku = C_star * w * sizes[1] / fU.shape[0]
-            m = YL * fL
-            value = kl * labeled_loss(lname, m).sum()
-            gL = kl * labeled_loss_grad(lname, m) * YL
-            value += ku * unlabeled_loss(self.unlabeled_loss, fU, self.s).sum()
-            gU = ku * unlabeled_loss_grad(self.unlabeled_loss, fU, self.s)
-            return value, [gL, gU]
+            parts = [pointwise(s, f, np.arange(f.shape[0]) if i is None else i,
+                               f.shape[0], w)
+                     for s, (f, i) in enumerate(zip(fs, idx, strict=True))]
+            return sum(p[0] for p in parts), [p[1] for p in parts]
 
         problem = Problem(
             [(XL, None), (X, idx_u)], K, loss, lam=1.0,
@@ -382,7 +389,7 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
             balance=lambda gU: balancing_bias(balance, gU, r),
             balance_target=_ANCHORS[balance](r) if balance in _ANCHORS and not sgd
             else r,
-            uses=lambda w: [True, w * C_star > 0],
+            uses=lambda w: [True, w * C_star > 0], pointwise=pointwise,
         )
         monitor = callback_monitor(
             self, lambda model, b: self._set_model_state(model, X, idx_u, r, seed, b)
