@@ -94,3 +94,37 @@ def test_score_ignores_unlabeled_rows_and_refuses_unknown_labels(make):
         est.score(X[:5], np.array([0, 1, 7, 0, 1]))
     with pytest.raises(ValueError, match="labeled samples"):
         est.score(X[:5], np.full(5, -1))
+
+
+def test_unlabeled_predictions_check():
+    from weakkernels._validation import (
+        DegenerateModelWarning,
+        check_unlabeled_predictions,
+    )
+
+    Y = np.where(np.arange(100) < 10, 1.0, -1.0)[:, None]  # 10 % positive
+    with pytest.warns(DegenerateModelWarning, match="majority"):
+        check_unlabeled_predictions(TSGS3VM(), np.r_[np.ones(3), -np.ones(997)], Y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_unlabeled_predictions(TSGS3VM(), np.r_[np.ones(30), -np.ones(970)], Y)
+    # one-vs-rest: class 2 never predicted
+    Yk = -np.ones((90, 3))
+    Yk[np.arange(90), np.arange(90) % 3] = 1.0
+    F = np.zeros((60, 3))
+    F[np.arange(60), np.arange(60) % 2] = 1.0
+    with pytest.warns(DegenerateModelWarning, match="output 2"):
+        check_unlabeled_predictions(TSGS3VM(), F, Yk)
+
+
+def test_a_fit_that_predicts_only_the_majority_warns():
+    """Noise features, 10 % positive labels, tiny C: the machine predicts the
+    majority on every unlabeled point and says so."""
+    from weakkernels._validation import DegenerateModelWarning
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 3))
+    y = np.full(600, -1)
+    y[:100] = (np.arange(100) < 10).astype(int)
+    with pytest.warns(DegenerateModelWarning, match="majority"):
+        TSGS3VM(C=1e-3, random_state=0).fit(X, y)

@@ -502,11 +502,14 @@ class Expansion:
     """Result of :func:`fit_expansion`: the trained model, its bias and the
     optimizer's record."""
 
-    def __init__(self, model, intercept, n_iter, objective_curve):
+    def __init__(self, model, intercept, n_iter, objective_curve,
+                 balance_outputs=None):
         self.model = model
         self.intercept = intercept
         self.n_iter = n_iter
         self.objective_curve = objective_curve
+        # solver="lbfgs": f + b on every row of the balance set (None: SGD)
+        self.balance_outputs = balance_outputs
 
 
 def feature_layout(max_features, block_size: int, default=None) -> int:
@@ -902,10 +905,15 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
                                  - fB.mean(axis=0))
                 if monitor is not None:
                     monitor(n_iter, model, intercept)
+            # the returned machine on every row of the balance set (the last
+            # level holds them all): one forward pass, for the caller's checks
+            v, _ = unpack(z)
+            fB = (get(problem.balance_set).forward(v.astype(dtype)) + intercept
+                  if problem.balance_set < len(sizes) else None)
     finally:
         if pool is not None:
             pool.shutdown()
-    return Expansion(model, intercept, n_iter, curve)
+    return Expansion(model, intercept, n_iter, curve, balance_outputs=fB)
 
 
 def _set_primal(model: FunctionalModel, v: np.ndarray, n_blocks: int, norm,

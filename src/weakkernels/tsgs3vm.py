@@ -55,6 +55,7 @@ from weakkernels._validation import (
     LabeledScoreMixin,
     check_divergence,
     check_fitted_model,
+    check_unlabeled_predictions,
     validate_predict,
     validate_semi_supervised,
 )
@@ -405,6 +406,10 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
         self.objective_curve_ = result.objective_curve
         with blas_single_thread():
             self._set_model_state(result.model, X, idx_u, r, seed, result.intercept)
+        if result.balance_outputs is not None and _BALANCE[self.balance] != 2:
+            # the outputs on every unlabeled row, as the machine predicts them
+            # ("quantile" moves the bias after the solve: not these outputs)
+            check_unlabeled_predictions(self, result.balance_outputs, Y)
         result.model.release()
         # Platt scaling on the labeled points: the only ones with known labels.
         # XL was validated with X: not again (a DataFrame's feature names are
