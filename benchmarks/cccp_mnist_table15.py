@@ -47,9 +47,13 @@ def load_split(proto, n_unlabeled, n_labeled):
     rng = np.random.default_rng(proto["seed"])
     lab = np.sort(rng.choice(ytr.size, n_labeled, replace=False))
     rest = np.setdiff1d(np.arange(ytr.size), lab)
+    # the paper's validation set (1 000 training images, C* chosen on it):
+    # the last unlabeled training images, so the unlabeled pool is unchanged
+    val = rest[-proto["n_validation"]:]
+    rest = rest[: -proto["n_validation"]]
     n_test_u = min(n_unlabeled, Xte.shape[0])
     Xu = np.vstack([Xte[:n_test_u], Xtr[rest[: n_unlabeled - n_test_u]]])
-    return Xtr[lab], ytr[lab], Xu, n_test_u, Xte, yte
+    return Xtr[lab], ytr[lab], Xu, n_test_u, Xte, yte, Xtr[val], ytr[val]
 
 
 def parse_param(text):
@@ -60,35 +64,47 @@ def parse_param(text):
         return key, value
 
 
-def child(n_unlabeled, n_labeled, extra):
+def child(n_unlabeled, n_labeled, extra, c_star_grid=None):
     from weakkernels import CCCPTSVM, RampSVM
 
     proto = yaml.safe_load(PROTOCOL.read_text())
     row = next(r for r in proto["rows"] if r["n_unlabeled"] == n_unlabeled
                and r.get("n_labeled", proto["n_labeled"]) == n_labeled)
-    XL, yL, XU, n_test_u, Xte, yte = load_split(proto, n_unlabeled, n_labeled)
+    XL, yL, XU, n_test_u, Xte, yte, Xv, yv = load_split(proto, n_unlabeled,
+                                                        n_labeled)
     C, sigma, s = proto["C"], proto["sigma"], proto["s"]
     svm = RampSVM(C=C, sigma=sigma, s=HINGE_S)
     # warm-up on 300 points: compiles the numba kernels before any timing
     RampSVM(C=C, sigma=sigma, s=HINGE_S).fit(XL[:300], yL[:300])
     if n_unlabeled:
         warm_y = np.concatenate([yL[:200], np.full(100, -1)])
-        CCCPTSVM(C=C, sigma=sigma, s=s, C_star=1.0, max_cccp_iter=2, **extra).fit(
+        CCCPTSVM(**{**dict(C=C, sigma=sigma, s=s, C_star=1.0), **extra,
+                    "max_cccp_iter": 2}).fit(
             np.vstack([XL[:200], XU[:100]]), warm_y)
     t0 = time.process_time()
     w0 = time.perf_counter()
     if n_unlabeled == 0:
         est = svm.fit(XL, yL)
     else:
-        est = CCCPTSVM(C=C, C_star=row["C_star"], sigma=sigma, s=s, **extra)
-        est.fit(np.vstack([XL, XU]), np.concatenate([yL, np.full(len(XU), -1)]))
+        params = dict(C=C, C_star=row["C_star"], sigma=sigma, s=s)
+        params.update(extra)  # --param overrides the protocol (e.g. C_star)
+        Xf = np.vstack([XL, XU])
+        yf = np.concatenate([yL, np.full(len(XU), -1)])
+        val_errors = {}
+        est = None
+        for c_star in c_star_grid or [params["C_star"]]:
+            fit = CCCPTSVM(**{**params, "C_star": c_star}).fit(Xf, yf)
+            val_errors[c_star] = float(np.mean(fit.predict(Xv) != yv))
+            if est is None or val_errors[c_star] < min(
+                    v for k, v in val_errors.items() if k != c_star):
+                est = fit
     cpu = time.process_time() - t0
     wall = time.perf_counter() - w0
     pred = est.predict(Xte)
     out = {
         "n_labeled": n_labeled,
         "n_unlabeled": n_unlabeled,
-        "C_star": row.get("C_star"),
+        "C_star": getattr(est, "C_star_", None),
         "test_error": float(np.mean(pred != yte)),
         "paper_error": row["paper_error"],
         "fit_cpu_s": round(cpu, 2),
@@ -96,9 +112,12 @@ def child(n_unlabeled, n_labeled, extra):
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
                              / 1024, 1),
         "n_cccp_iter": np.asarray(getattr(est, "n_iter_", [])).tolist(),
+        "validation_error": float(np.mean(est.predict(Xv) != yv)),
         "params": extra,
     }
     if n_unlabeled:
+        if c_star_grid:
+            out["validation_error_per_C_star"] = val_errors
         svm.fit(XL, yL)
         t = slice(0, n_test_u)
         out["transduced_error"] = float(np.mean(pred[t] != yte[t]))
@@ -116,6 +135,9 @@ def main():
                     help="1000 (the protocol's default) or 100")
     ap.add_argument("--param", action="append", default=[],
                     help="extra CCCPTSVM parameter key=value (JSON value)")
+    ap.add_argument("--c-star-grid", type=float, nargs="+",
+                    help="fit every C* and keep the one of least validation "
+                         "error (the paper's selection; fit CPU is the sum)")
     ap.add_argument("--out")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -123,12 +145,14 @@ def main():
     n_labeled = args.n_labeled or proto["n_labeled"]
     extra = dict(parse_param(p) for p in args.param)
     if args.child is not None:
-        child(args.child, n_labeled, extra)
+        child(args.child, n_labeled, extra, args.c_star_grid)
         return
     results = []
     for u in args.n_unlabeled:
         cmd = [sys.executable, __file__, "--child", str(u), "--n-labeled",
                str(n_labeled)] + [f"--param={p}" for p in args.param]
+        if args.c_star_grid:
+            cmd += ["--c-star-grid"] + [str(c) for c in args.c_star_grid]
         res = subprocess.run(cmd, capture_output=True, text=True, check=False)
         line = [ln for ln in res.stdout.splitlines() if ln.startswith("RESULT ")]
         if not line:

@@ -1057,7 +1057,7 @@ class KernelProblem:
         return self.X.shape[0]
 
     def solve(self, pov, zeta, A, B, alpha=None, *, tol=1e-3, max_iter=-1,
-              shrinking=True, warm=None):
+              shrinking=True):
         """Solve ``max zeta.alpha - alpha'K alpha / 2``, ``sum alpha = 0``, box A..B.
 
         Parameters
@@ -1069,13 +1069,6 @@ class KernelProblem:
         alpha : float array (n_vars,), optional
             Feasible starting point (warm start); zeros if omitted (feasible
             whenever ``A <= 0 <= B``, which holds for every CCCP sub-problem).
-        warm : (alpha_prev, g_prev), optional
-            An earlier point of the same variables and ``zeta`` with its
-            gradient (what a previous ``solve`` returned): the gradient at
-            ``alpha`` is then ``g_prev - K (alpha - alpha_prev)``, which reads
-            only the rows of the variables that moved (the CCCP iterations of
-            Algorithms 1.2/1.3 move few of them) instead of every row with a
-            nonzero coefficient.
 
         Returns
         -------
@@ -1092,11 +1085,7 @@ class KernelProblem:
         alpha = np.array(alpha, dtype=np.float64)
         if np.any(A > alpha) or np.any(alpha > B):
             raise ValueError("starting alpha violates the box constraints")
-        g_in = np.zeros(0)
-        if warm is not None:
-            alpha_prev, g_prev = warm
-            w = np.bincount(pov, weights=alpha - alpha_prev, minlength=self.m)
-            g_in = np.asarray(g_prev, dtype=np.float64) - self.kernel_times(w)[pov]
+        g_in = np.zeros(0)  # gradient from scratch (see _smo_solve)
         g, b, n_iter, status = _smo_solve(
             self.points, self.sqnorm, self.k0, self.k00, self.has_x0, self.code,
             self.sigma, self.degree, self.coef0, pov, zeta, A, B, alpha,

@@ -104,7 +104,7 @@ def _make_feasible(alpha, A, B, free):
 
 
 def _cccp(kp, pov, yv, zeta, cap, concave, free, s, beta, alpha, *, tol, max_iter,
-          shrinking, max_cccp_iter, warm_gradient=False):
+          shrinking, max_cccp_iter):
     """CCCP (Algorithm 1.1) for Algorithms 1.2/1.3 over the variables ``pov``.
 
     Variable ``k`` has label ``yv[k]``, linear term ``zeta[k]`` and loss weight
@@ -127,19 +127,14 @@ def _cccp(kp, pov, yv, zeta, cap, concave, free, s, beta, alpha, *, tol, max_ite
     hit_cap = False
     objective_weight = np.where(free, 0.0, cap)
     max_iter = _resolve_max_iter(max_iter, pov.size)
-    warm = None
     for _ in range(max_cccp_iter):
         A, B = bounds_from_margins(yv, -beta, cap - beta)
         A[free] = -np.inf
         B[free] = np.inf
         alpha = _make_feasible(alpha, A, B, free)
         alpha, g, b, n_it, status = kp.solve(
-            pov, zeta, A, B, alpha, tol=tol, max_iter=max_iter, shrinking=shrinking,
-            warm=warm,
+            pov, zeta, A, B, alpha, tol=tol, max_iter=max_iter, shrinking=shrinking
         )
-        # the next iteration's gradient from this one: zeta is fixed, only the
-        # variables that _make_feasible clips move (see KernelProblem.solve)
-        warm = (alpha.copy(), g) if warm_gradient else None
         check_divergence(alpha, "C (and C_star)")
         smo_iters += n_it
         hit_cap |= status == STATUS_MAX_ITER
