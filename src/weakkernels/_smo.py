@@ -497,12 +497,10 @@ def _gradient_from_scratch(alpha, zeta, pov, g, only_inactive, is_active, data,
 @njit(cache=True)
 def _smo_solve(X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, pov, zeta,
                A, B, alpha, data, slot_of, owner, stamp, counters, tol, max_iter,
-               shrinking, block, buf, g_in):
+               shrinking, block, buf):
     """Solve the dual of Algorithm 1.2/1.3 in place of ``alpha`` (see module doc).
 
     ``alpha`` must be feasible on entry (``A <= alpha <= B``, ``sum(alpha) = 0``).
-    ``g_in`` is its gradient ``zeta - K alpha`` when the caller has it (a warm
-    start), else empty: it is then computed from scratch.
     Returns ``(g, b, n_iter, status)`` with the exact full gradient ``g``.
     """
     n = alpha.shape[0]
@@ -516,12 +514,9 @@ def _smo_solve(X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, pov, zeta
 
     g = np.empty(n)
     is_active = np.ones(n, dtype=np.bool_)
-    if g_in.shape[0] == n:
-        g[:] = g_in
-    else:
-        _gradient_from_scratch(alpha, zeta, pov, g, False, is_active, data, slot_of,
-                               owner, stamp, counters, X, sqnorm, k0, k00, has_x0,
-                               code, sigma, degree, coef0, block, buf)
+    _gradient_from_scratch(alpha, zeta, pov, g, False, is_active, data, slot_of,
+                           owner, stamp, counters, X, sqnorm, k0, k00, has_x0,
+                           code, sigma, degree, coef0, block, buf)
     active = np.arange(n)
     n_active = n
     unshrunk = False
@@ -1085,13 +1080,11 @@ class KernelProblem:
         alpha = np.array(alpha, dtype=np.float64)
         if np.any(A > alpha) or np.any(alpha > B):
             raise ValueError("starting alpha violates the box constraints")
-        g_in = np.zeros(0)  # gradient from scratch (see _smo_solve)
         g, b, n_iter, status = _smo_solve(
             self.points, self.sqnorm, self.k0, self.k00, self.has_x0, self.code,
             self.sigma, self.degree, self.coef0, pov, zeta, A, B, alpha,
             self.data, self.slot_of, self.owner, self.stamp, self.counters,
             float(tol), int(max_iter), bool(shrinking), self.block, self.buf,
-            g_in,
         )
         return alpha, g, float(b), int(n_iter), int(status)
 
