@@ -164,7 +164,17 @@ def test_features_and_decision_on_sparse_equal_dense(kernel, dtype):
     sparse = spec.features(X, W, second)
     tol = 2e-5 if dtype == np.float32 else 1e-10
     scale = np.abs(dense).max()
-    np.testing.assert_allclose(sparse, dense, rtol=tol, atol=tol * scale)
+    atol = tol * scale
+    if dtype == np.float32 and spec.is_fourier:
+        # the two projections sum x_k w_kj in different orders (BLAS picks
+        # its kernel per CPU); in float32 the phase then differs by up to a
+        # few ulps of sum_k |x_k w_kj|, large for the Laplacian's Cauchy
+        # frequencies (this check failed on one x86-64 machine at 1.2e-5
+        # against 7e-6 with a fixed bound), and cos moves by as much
+        spread = np.abs(X.toarray()) @ np.abs(W.astype(np.float64))
+        atol = atol + 8 * np.finfo(np.float32).eps * spread * spec.norm
+    err = np.abs(sparse.astype(np.float64) - dense)
+    assert np.all(err <= atol + tol * np.abs(dense)), float(err.max())
     coef = np.random.default_rng(0).standard_normal((2, 64))
     a = spec.decision(X.toarray(), coef, 4)
     b = spec.decision(X.tocsc(), coef, 4, blocks_per_chunk=3)
@@ -235,7 +245,10 @@ def test_float32_phase_range_check_also_refuses_sparse_rows():
 
 # ------------------------------------------------------------ estimators ---
 SEMI = [
-    pytest.param(lambda: TSGS3VM(max_features=256, random_state=0), id="TSGS3VM-lbfgs"),
+    pytest.param(lambda: TSGS3VM(max_features=256, random_state=0,
+                                 features="fourier"), id="TSGS3VM-lbfgs"),
+    pytest.param(lambda: TSGS3VM(max_features=256, random_state=0,
+                                 features="nystroem"), id="TSGS3VM-nystroem"),
     pytest.param(lambda: TSGS3VM(solver="sgd", batch_size=32, random_state=0),
                  id="TSGS3VM-sgd"),
     pytest.param(lambda: TSGS3VM(solver="sgd", batch_size=32, max_features=64,
@@ -264,8 +277,8 @@ def _data(make):
     return est, X, y
 
 
-def _agree(a, b):
-    np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-4 * np.abs(a).max())
+def _agree(a, b, tol=1e-4):
+    np.testing.assert_allclose(b, a, rtol=tol, atol=tol * np.abs(a).max())
 
 
 @pytest.mark.filterwarnings("ignore:prior=None")
@@ -277,7 +290,16 @@ def test_sparse_fit_agrees_with_dense_fit(make):
     sparse = est.fit(X, y)
     assert sparse.n_features_in_ == X.shape[1]
     a = dense.decision_function(Xd)
-    _agree(a, sparse.decision_function(X))
+    if getattr(est, "solver", "sgd") == "lbfgs" and est.dtype == "float32":
+        # float32 features: CSR and dense projections round differently and
+        # L-BFGS stops on the objective's float32 noise (ftol) at points that
+        # differ in flat directions: FRS3VM here, objectives equal to 1e-8,
+        # decision values 4e-4 apart (measured). The invariant is the optimum.
+        assert sparse.objective_curve_[-1] == pytest.approx(
+            dense.objective_curve_[-1], rel=1e-6)
+        _agree(a, sparse.decision_function(X), tol=2e-3)
+    else:
+        _agree(a, sparse.decision_function(X))
     assert np.abs(a).max() > 1e-3  # a model, not zeros agreeing with zeros
     if hasattr(dense, "sigma_"):
         assert sparse.sigma_ == pytest.approx(dense.sigma_, rel=1e-12)
@@ -302,8 +324,11 @@ def test_sparse_predict_on_csr_csc_coo_and_save_load(make, tmp_path):
                                   est.decision_function(X))
     np.testing.assert_array_equal(back.predict_proba(X.tocsc()),
                                   est.predict_proba(X.tocsc()))
-    # a seed-based model: the file does not grow with the training data
-    assert len(est.to_bytes()) < 64 * 1024 + 8 * est.coef_.size
+    # a seed-based model: the file does not grow with the training data; a
+    # Nyström one adds its landmarks (m x d floats), whatever n is
+    extra = (est.spec_.landmarks.nbytes
+             if getattr(est, "features_", "fourier") == "nystroem" else 0)
+    assert len(est.to_bytes()) < 64 * 1024 + 8 * est.coef_.size + extra
 
 
 @pytest.mark.filterwarnings("ignore:prior=None")
@@ -314,6 +339,16 @@ def test_sparse_fit_and_predict_never_densify(make, monkeypatch):
     def refuse(self, *args, **kwargs):
         raise AssertionError("sparse input was densified")
 
+    if getattr(est, "features", None) == "nystroem":
+        # the Nyström landmarks are dense by design: at most m rows (here
+        # 256) are densified, never the input
+        def refuse(self, *args, **kwargs):
+            if self.shape[0] > 256:
+                raise AssertionError("sparse input was densified")
+            return densify[type(self)](self, *args, **kwargs)
+
+    densify = {cls: cls.toarray for cls in (sp.csr_matrix, sp.csc_matrix,
+                                             sp.coo_matrix)}
     for cls in (sp.csr_matrix, sp.csc_matrix, sp.coo_matrix):
         monkeypatch.setattr(cls, "toarray", refuse)
         monkeypatch.setattr(cls, "todense", refuse)

@@ -729,8 +729,11 @@ class NystromSpec:
         # T = L^{-T}: phi(x) = k(x, Z) T
         T = solve_triangular(L, np.eye(L.shape[0]), lower=True).T
         self._T = np.ascontiguousarray(T, dtype=self.dtype)
-        self._W = np.ascontiguousarray(Z.T, dtype=self.dtype)  # (d, m)
-        self._sq = sq.astype(self.dtype)
+        # the distances ||x||^2 + ||z||^2 - 2 x.z in float64: in float32 the
+        # cancellation near a landmark, amplified by L^-T (condition up to
+        # 1e3), moved a fit by 1e-4 between dense and CSR storage of the rows
+        self._W = np.ascontiguousarray(Z.T)  # (d, m) float64
+        self._sq = sq
 
     @property
     def norm(self) -> float:
@@ -751,21 +754,23 @@ class NystromSpec:
         """Nothing to check: no phases (kept for the FeatureSpec interface)."""
 
     def features(self, X, W, second, parallel: bool | None = None) -> np.ndarray:
-        """``phi(X)`` (n, m) in the compute dtype: ``k(X, Z) L^{-T}``."""
-        X = as_compute_rows(X, self.dtype)
+        """``phi(X)`` (n, m) in the compute dtype: ``k(X, Z) L^{-T}``, the
+        kernel values in float64, the whitening product in the compute
+        dtype."""
+        X = as_compute_rows(X, np.float64)
         if sp.issparse(X):
-            G = csr_project(X, W, parallel=parallel)
-            xx = np.asarray(X.multiply(X).sum(axis=1), dtype=self.dtype).ravel()
+            G = csr_project(X, np.asarray(W, dtype=np.float64), parallel=parallel)
+            xx = np.asarray(X.multiply(X).sum(axis=1)).ravel()
         else:
             G = X @ W
             xx = np.einsum("ij,ij->i", X, X)
-        G *= self.dtype.type(-2.0)
+        G *= -2.0
         G += xx[:, None]
         G += second[None, :]
-        np.maximum(G, 0, out=G)
-        G *= self.dtype.type(-self.sigma)
+        np.maximum(G, 0.0, out=G)
+        G *= -self.sigma
         np.exp(G, out=G)
-        return G @ self._T
+        return G.astype(self.dtype) @ self._T
 
     def accumulate(self, X, W, second, coefT, scale, out, buf=None) -> None:
         """``out += scale * phi(X) @ coefT.T`` (float64)."""

@@ -26,7 +26,6 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
@@ -264,20 +263,20 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
 
     def _basis(self, X, m: int) -> str:
         """``features`` resolved: ``"auto"`` is Nyström where it applies --
-        the L-BFGS solver, the RBF kernel, dense rows and ``m x d`` landmark
-        entries within 2^26 (256 MB in float32) and an n x m feature matrix
-        within 2 GiB -- else Fourier (the papers' SGD, the other kernels,
-        sparse or very wide rows, and sets too large to hold: there dense
-        landmarks or streamed Nyström features cost more than the seeded
-        frequencies)."""
+        the L-BFGS solver, the RBF kernel, ``m x d`` landmark entries within
+        2^26 (256 MB in float32) and an n x m feature matrix within 2 GiB --
+        else Fourier (the papers' SGD, the other kernels, very wide rows such
+        as text, and sets too large to hold: there the dense landmarks or the
+        streamed Nyström features cost more than the seeded frequencies). The
+        rule reads shapes only: dense and sparse storage of the same rows get
+        the same basis and the same model."""
         if self.features != "auto":
             return self.features
         # held: streamed Nyström features cost m x (d + m) per row and pass,
         # Fourier ones m x d -- past the 2 GiB bound the Fourier basis wins
         fits = (m * X.shape[1] <= _NYSTROEM_MAX_ENTRIES
                 and 4 * m * X.shape[0] <= HELD_FEATURE_BYTES)
-        if (self.solver == "lbfgs" and self.kernel == "rbf"
-                and not sp.issparse(X) and fits):
+        if self.solver == "lbfgs" and self.kernel == "rbf" and fits:
             return "nystroem"
         return "fourier"
 
@@ -593,8 +592,8 @@ default="clipped"
         stores the landmarks. Landmark count: ``max_features`` /
         ``n_components`` if given, else every row up to 4096 rows (the exact
         kernel machine) and :func:`nystroem_size` beyond. ``"auto"``:
-        Nyström where it applies (L-BFGS, RBF, dense rows, at most 2^26
-        landmark entries), else Fourier. Why Nyström by default: at equal
+        Nyström where it applies (L-BFGS, RBF, at most 2^26 landmark entries,
+        features that fit 2 GiB), else Fourier. Why Nyström by default: at equal
         or lower cost it is as accurate or more (MNIST, paper 004's protocol,
         U = 2 000: 7.55 % in 16 s against 9.26 % for the default Fourier
         expansion and 7.82 % for 8 192 Fourier features in 36 s; BENCHMARKS.md,
