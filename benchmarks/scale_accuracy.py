@@ -18,9 +18,11 @@ Methods (``--methods``, comma-separated):
 * ``svc``: ``SVC(C, gamma=sigma)`` on the L labels;
 * ``nystroem``: ``Nystroem(2000 landmarks of the labeled rows) + LinearSVC(C)``
   on the labels -- what a supervised user picks at scale;
-* ``tsgs3vm``, ``tsgs3vm_sq``: ``TSGS3VM(C, sigma)`` defaults, and with
-  ``loss="squared_hinge"``; ``_c0`` suffix: ``C_star=0`` (its own supervised
-  machine); ``frs3vm``: ``FRS3VM(C, sigma)`` defaults.
+* ``tsgs3vm``, ``frs3vm``: ``TSGS3VM(C, sigma)`` / ``FRS3VM(C, sigma)``
+  defaults; suffixes change one setting each: ``_c0`` ``C_star=0`` (its own
+  supervised machine), ``_c01`` a tenth of paper 004's ``C n_l / n_u``,
+  ``_sq`` ``loss="squared_hinge"``, ``_rff`` / ``_ny`` ``features="fourier"``
+  / ``"nystroem"`` (e.g. ``tsgs3vm_rff_sq_c0``).
 
 Usage::
 
@@ -97,11 +99,18 @@ def make(method: str, C: float, sigma: float, seed: int):
         return make_pipeline(Nystroem(gamma=sigma, n_components=2000,
                                       random_state=seed), LinearSVC(C=C)), False
     kw = {"C": C, "sigma": sigma, "random_state": seed}
-    if method.endswith("_c0"):
-        kw["C_star"] = 0.0
-    if "_sq" in method:
-        kw["loss"] = "squared_hinge"
     cls = FRS3VM if method.startswith("frs3vm") else TSGS3VM
+    for token in method.split("_")[1:]:
+        if token == "c0":
+            kw["C_star"] = 0.0
+        elif token == "c01":  # a tenth of paper 004's rule (set in fit_one)
+            kw["C_star"] = "tenth"
+        elif token == "sq":
+            kw["loss"] = "squared_hinge"
+        elif token in ("rff", "ny"):
+            kw["features"] = "fourier" if token == "rff" else "nystroem"
+        else:
+            raise SystemExit(f"unknown method token {token!r} in {method!r}")
     return cls(**kw), True
 
 
@@ -140,6 +149,8 @@ def main(argv=None) -> int:
                         if semi:
                             X = np.vstack([Xp[lab], XU])
                             y = np.r_[yp[lab], np.full(n_u, -1)]
+                            if est.get_params()["C_star"] == "tenth":
+                                est.set_params(C_star=0.1 * a.C * L / n_u)
                         else:
                             X, y = Xp[lab], yp[lab]
                         t0 = time.process_time()
