@@ -11,6 +11,7 @@ is optimistic for every row alike and is stated with each table.
 from __future__ import annotations
 
 import itertools
+import json
 import lzma
 import os
 import time
@@ -26,6 +27,16 @@ DATA = Path(os.environ.get("WEAKKERNELS_DATA",
 # RampSVM with this s never sees y f(x) < s, so beta stays 0 and Algorithm 1.2
 # is the hinge SVM after its first convex solve (checked against SVC in tests).
 HINGE_S = -1e12
+
+
+def parse_param(text: str):
+    """``key=value`` from the command line, the value read as JSON when it
+    parses (numbers, lists), else kept as a string."""
+    key, value = text.split("=", 1)
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
 
 
 def load_mat(rel: str) -> dict:

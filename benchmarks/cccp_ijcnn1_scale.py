@@ -28,7 +28,7 @@ import time
 import numpy as np
 from sklearn.datasets import load_svmlight_file
 
-from _cccp_common import DATA, median_sigma
+from _cccp_common import DATA, median_sigma, parse_param
 
 N_LABELED = 1000
 
@@ -37,14 +37,6 @@ def load(name):
     with bz2.open(DATA / "ijcnn1" / name) as fh:
         X, y = load_svmlight_file(fh, n_features=22)
     return X.toarray(), (y > 0).astype(int)
-
-
-def parse_param(text):
-    key, value = text.split("=", 1)
-    try:
-        return key, json.loads(value)
-    except json.JSONDecodeError:
-        return key, value
 
 
 def main():

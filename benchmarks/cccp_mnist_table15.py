@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from _cccp_common import DATA, HINGE_S
+from _cccp_common import DATA, HINGE_S, parse_param
 
 HERE = Path(__file__).resolve().parent
 PROTOCOL = HERE / "protocols" / "cccp_mnist" / "table15.yaml"
@@ -54,14 +54,6 @@ def load_split(proto, n_unlabeled, n_labeled):
     n_test_u = min(n_unlabeled, Xte.shape[0])
     Xu = np.vstack([Xte[:n_test_u], Xtr[rest[: n_unlabeled - n_test_u]]])
     return Xtr[lab], ytr[lab], Xu, n_test_u, Xte, yte, Xtr[val], ytr[val]
-
-
-def parse_param(text):
-    key, value = text.split("=", 1)
-    try:
-        return key, json.loads(value)
-    except json.JSONDecodeError:
-        return key, value
 
 
 def child(n_unlabeled, n_labeled, extra, c_star_grid=None):

@@ -19,7 +19,6 @@ is still regenerated from its seed.
 from __future__ import annotations
 
 import math
-import os
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -32,7 +31,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from weakkernels._constraints import RANDOM_FEATURE_CONSTRAINTS, SIGMA_OR_SCALE
-from weakkernels._validation import check_divergence
+from weakkernels._validation import available_memory, check_divergence
 from weakkernels.random_features import (
     FeatureSpec,
     NystromSpec,
@@ -254,26 +253,10 @@ PRIMAL_CACHE_MAX_BYTES = 1 << 30
 PRIMAL_LARGE_LEVEL_MAX_ITER = 12
 
 
-def available_memory_bytes() -> int:
-    """Memory available to this process now: ``MemAvailable`` of
-    /proc/meminfo where there is one (Linux), else the free physical pages."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return 1 << 30
-
-
 def primal_cache_bytes() -> int:
     """Bytes the L-BFGS solver may hold as cached features."""
     return int(min(PRIMAL_CACHE_MAX_BYTES,
-                   PRIMAL_CACHE_FRACTION * available_memory_bytes()))
+                   PRIMAL_CACHE_FRACTION * available_memory()))
 
 
 # solver="lbfgs" with annealing solves these C*-fractions in turn, each from the
@@ -541,7 +524,7 @@ def check_feature_memory(spec: FeatureSpec, n_features: int) -> None:
     fourier_like = spec.is_fourier or isinstance(spec, NystromSpec)
     per = spec.d * (1 if fourier_like else spec.degree) * spec.dtype.itemsize
     need = per * int(n_features)
-    avail = available_memory_bytes()
+    avail = available_memory()
     if need > avail:
         raise ValueError(
             f"{n_features} random features of {spec.d} inputs need "

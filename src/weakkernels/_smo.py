@@ -46,7 +46,6 @@ shrinking with gradient reconstruction, and an iteration cap.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,6 +54,7 @@ from numba import njit
 from numba.core import types
 from numba.extending import overload
 
+from weakkernels._validation import available_memory
 from weakkernels.kernels import KERNEL_CODES
 
 # fastmath flags without ``nnan``/``ninf``; only used on kernel evaluations,
@@ -861,21 +861,6 @@ def csr_points(X, rows=None):
     sqnorm, l1 = _csr_norms(X)
     return (indptr, indices, data, l1, colptr, rowidx, colval, rowmap), (
         sqnorm[rowmap])
-
-
-def available_memory() -> int:
-    """Bytes of memory the OS reports available (MemAvailable, else free pages)."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    except (OSError, ValueError, AttributeError):
-        return 2**30  # no way to ask: 1 GB, so the default cache is 256 MB
 
 
 def default_cache_mb(m: int, itemsize: int = 8) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import numpy as np
@@ -373,6 +374,24 @@ def check_unlabeled_predictions(estimator, f_unlabeled, Y) -> None:
             DegenerateModelWarning,
             stacklevel=3,
         )
+
+
+def available_memory() -> int:
+    """Bytes of memory the OS reports available now: ``MemAvailable`` of
+    /proc/meminfo (Linux), else the free physical pages, else 1 GiB. The
+    kernel cache of the exact solvers and the feature cache of the random-
+    feature solvers are sized from it; no model depends on it."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (OSError, ValueError, AttributeError):
+        return 2**30
 
 
 class LabeledScoreMixin:
