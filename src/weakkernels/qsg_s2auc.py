@@ -279,8 +279,9 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
       minibatches are drawn independently.
     * ``solver="lbfgs"`` (default) minimizes the same Eq. (9) over the fixed
       expansion of the first ``max_features`` of the same seeded features,
-      in its primal, by L-BFGS (each of P, N, U capped at a seeded sample of
-      4096 rows; the all-pairs means are computed in O(n) by
+      in its primal, by L-BFGS over every row of P, N and U (nested seeded
+      samples from 4096 rows per set up to all; the all-pairs means are
+      computed in O(n) by
       :func:`pnu_auc_risk`). With the square pairwise loss Eq. (8) is a
       convex quadratic in ``f``, so the primal is a convex quadratic of the
       weights: L-BFGS solves exactly the problem the stochastic steps
@@ -354,7 +355,8 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         ``t0=50``).
     max_features : int or None, default=None
         Feature budget. ``solver="lbfgs"``: the expansion's size (None:
-        1024-4096, :func:`weakkernels._dsg.primal_features`). ``solver="sgd"``:
+        :func:`weakkernels._dsg.primal_features`, 1024 to ~5 000, growing
+        with n). ``solver="sgd"``:
         once reached no block is added and steps
         update the existing blocks cyclically (None: unbounded, as the paper).
     dtype : {"float32", "float64"}, default="float32"

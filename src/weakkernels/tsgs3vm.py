@@ -531,8 +531,9 @@ _SHARED_PARAMS_DOC = """C : float, default=1.0
         ``"sgd"`` is paper 000's Algorithm 1: triply stochastic functional
         gradient steps (labeled minibatch, unlabeled minibatch, fresh block
         of random features). ``"lbfgs"`` minimises the same objective over a
-        fixed expansion of the same seeded features by L-BFGS in its primal
-        (each point set capped at a seeded sample of 4096 rows): the SGD
+        fixed expansion by L-BFGS in its primal over every row (nested seeded
+        samples from 4096 rows per set up to all, :func:`weakkernels._dsg.
+        primal_levels`; the basis is ``features``): the SGD
         reaches the exact SVM's accuracy only with far more iterations than a
         default can afford when ``C`` is large (BENCHMARKS.md, "Convergence").
     tol : float, default=1e-5
@@ -656,9 +657,9 @@ class TSGS3VM(_S3VMBase):
     block_size : int, default=32
         Random features per block (``solver="sgd"``: added per iteration).
     max_features : int or None, default=None
-        Feature budget. ``solver="lbfgs"``: the expansion's size (None: 1024
-        to 4096, as many as keep the rows x features matrix near 2^23 entries,
-        see :func:`weakkernels._dsg.primal_features`).
+        Feature budget. ``solver="lbfgs"``: the expansion's size (None: the
+        rule of :func:`weakkernels._dsg.primal_features`, 1024 to ~5 000,
+        growing as ~16 sqrt(n); with Nyström features :func:`nystroem_size`).
         ``solver="sgd"``: once reached, no new blocks are added and steps
         update existing blocks cyclically (None: unbounded, as the paper).
 
@@ -756,7 +757,7 @@ class FRS3VM(_S3VMBase):
     n_components : int, "sqrt" or None, default=None
         Number of random features; ``"sqrt"`` is the paper's
         ``ceil(sqrt(n))``, None the L-BFGS default of TSGS3VM's
-        ``max_features`` (1024 to 4096).
+        ``max_features`` (:func:`weakkernels._dsg.primal_features`).
 
     Attributes
     ----------

@@ -458,8 +458,9 @@ class TSGSU(_SUBase):
       max_iter=100)``.
     * ``solver="lbfgs"`` (default) minimizes the same Eq. (9) over the fixed
       expansion of the first ``max_features`` of the same seeded features, in
-      its primal, by L-BFGS (each point set capped at a seeded sample of 4096
-      rows). With the squared loss and ``correction="none"`` (the defaults)
+      its primal, by L-BFGS over every row (nested seeded samples from 4096
+      rows per set up to all, :func:`weakkernels._dsg.primal_levels`). With
+      the squared loss and ``correction="none"`` (the defaults)
       the risk Eq. (7) is a convex quadratic in ``f`` (``l(z, +1) - l(z, -1)
       = -z``, Bao et al. Theorem 4): ``-a pi_S f`` on pair points, ``f^2/4 +
       a f / 2 + 1/4`` on unlabeled ones. The primal is then a convex
@@ -549,8 +550,8 @@ class TSGSU(_SUBase):
         (BENCHMARKS.md), so the default is the model as printed.
     max_features : int or None, default=None
         Feature budget (see :mod:`weakkernels._dsg`). ``solver="lbfgs"``:
-        the expansion's size (None: 1024-4096,
-        :func:`weakkernels._dsg.primal_features`); ``solver="sgd"``: once
+        the expansion's size (None: :func:`weakkernels._dsg.primal_features`,
+        1024 to ~5 000, growing with n); ``solver="sgd"``: once
         reached, steps revisit the existing blocks (None: unbounded, as the paper).
     dtype : {"float32", "float64"}, default="float32"
     random_state : int, RandomState instance or None
