@@ -55,20 +55,22 @@ def test_huge_phases_are_refused_naming_the_scale_of_x_and_sigma():
     # Before: TSGS3VM on X * 1e8 with sigma=1 returned |f| ~ 1.5e34 and
     # accuracy 0.51, or a divergence error blaming eta0.
     X, y_semi, y = two_gaussians(n=200)
+    # the float32 phases of the Fourier basis (Nyström has no phases)
     est = TSGS3VM(sigma=1.0, max_iter=20, batch_size=16, block_size=8,
-                  random_state=0)
+                  features="fourier", random_state=0)
     with pytest.raises(ValueError, match=r"X has rows of norm up to .*sigma=1"):
         est.fit(X * 1e8, y_semi)
     # float64 computes the same phases accurately
     est64 = TSGS3VM(sigma=1.0, max_iter=20, batch_size=16, block_size=8,
-                    dtype="float64", random_state=0).fit(X * 1e8, y_semi)
+                    features="fourier", dtype="float64",
+                    random_state=0).fit(X * 1e8, y_semi)
     assert np.abs(est64.decision_function(X * 1e8)).max() < 10
 
 
 def test_predict_on_out_of_range_x_is_refused():
     X, y_semi, _ = two_gaussians(n=200)
     est = TSGS3VM(sigma=1.0, max_iter=20, batch_size=16, block_size=8,
-                  random_state=0).fit(X, y_semi)
+                  features="fourier", random_state=0).fit(X, y_semi)
     with pytest.raises(ValueError, match="float32"):
         est.decision_function(X * 1e6)
 

@@ -161,7 +161,8 @@ def train(pairs, best, prepared_dir, splits_dir, models_dir, pred_dir, cfg,
         sizes = cfg["n_unlabeled"] or [int(n) for n in first["n_unlabeled"]]
         if log_mlflow and dataset not in logged:  # the stage's parent run
             logged.add(dataset)
-            log_dataset_input(DATASETS[dataset], X, context="training")
+            log_dataset_input(DATASETS.get(dataset), X, context="training",
+                              name=dataset)
         for n_u in sizes:
             n_u = min(int(n_u), len(first["unlabeled"]))
             group = mlflow.start_run(run_name=f"{model} / {dataset} / nu={n_u}",
@@ -174,7 +175,8 @@ def train(pairs, best, prepared_dir, splits_dir, models_dir, pred_dir, cfg,
                                                      fixed.items()},
                                        "n_unlabeled": n_u, "seeds": str(seeds)})
                     log_dataset_input(
-                        DATASETS[dataset], X, resolve(first, n_u), context="training",
+                        DATASETS.get(dataset), X, resolve(first, n_u),
+                        context="training", name=dataset,
                         split_name=f"{kind} seeds {','.join(map(str, seeds))}")
                 for seed in seeds:
                     rec = _train_seed(model, dataset, X, y, kind, splits_dir,
@@ -227,8 +229,9 @@ def _train_seed(model, dataset, X, y, kind, splits_dir, models_dir, pred_dir, n_
                              "level": "seed"})
             mlflow.log_params({**params, "seed": seed, "n_unlabeled": n_u,
                                "n_labeled": out["n_labeled"], "n_fit": out["n_fit"]})
-            log_dataset_input(DATASETS[dataset], X, resolve(split, n_u),
-                              context="training", split_name=f"{kind} seed {seed}")
+            log_dataset_input(DATASETS.get(dataset), X, resolve(split, n_u),
+                              context="training", name=dataset,
+                              split_name=f"{kind} seed {seed}")
             log_resolved_params(out["estimator"])
             metrics = {"fit_time_s": out["fit_time_s"],
                        "compile_time_s": out["compile_time_s"],

@@ -218,8 +218,8 @@ def _run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
 
 def _log_input(dataset: str, X, split: dict, seed: int) -> None:
     kind = "su" if "pairs" in split else "ssl"
-    log_dataset_input(DATASETS[dataset], X, split, context="tuning",
-                      split_name=f"{kind} seed {seed}")
+    log_dataset_input(DATASETS.get(dataset), X, split, context="tuning",
+                      name=dataset, split_name=f"{kind} seed {seed}")
 
 
 def estimator_code_hash() -> str:
@@ -285,7 +285,8 @@ def tune(
         X, y = data["X"], data["y"]
         if log_mlflow and dataset not in logged:  # the stage's parent run
             logged.add(dataset)
-            log_dataset_input(DATASETS[dataset], X, context="tuning")
+            log_dataset_input(DATASETS.get(dataset), X, context="tuning",
+                              name=dataset)
         kind = split_kind(model)
         split = load_split(splits_dir, dataset, kind, split_seed)
         n_u = cfg["n_unlabeled"] or int(min(split["n_unlabeled"]))

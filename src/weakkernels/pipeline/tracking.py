@@ -291,6 +291,16 @@ def dataset_digest(spec: Any) -> tuple[str, str]:
     return source, hashlib.sha256(joined).hexdigest()
 
 
+def _array_sha256(X) -> str:
+    """sha256 of a dense or CSR matrix's values and structure."""
+    h = hashlib.sha256(repr((X.shape, str(X.dtype))).encode())
+    parts = ((X.data, X.indices, X.indptr) if hasattr(X, "indptr")
+             else (np.ascontiguousarray(X),))
+    for a in parts:
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
 # The store keeps at most 36 characters of a dataset digest (MLflow's schema).
 _DIGEST_CHARS = 36
 
@@ -332,7 +342,7 @@ def _source_dataset():
 
 
 def log_dataset_input(spec: Any, X, split: dict | None = None, *,
-                      context: str, split_name: str = "") -> None:
+                      context: str, split_name: str = "", name: str = "") -> None:
     """Log data set ``spec`` as an input of the active run (MLflow's Dataset
     column and dataset filter).
 
@@ -343,14 +353,22 @@ def log_dataset_input(spec: Any, X, split: dict | None = None, *,
     matrix.  How this run used it goes into the input's tags: ``context``
     (``mlflow.data.context``: ``training``, ``tuning``), the split's name and
     its row counts (:func:`split_counts`).  A run holds one input per data set.
+
+    ``spec`` None (a prepared set that is not in the registry, named
+    ``name``): the source is ``prepared/<name>`` and the digest the sha256 of
+    the prepared matrix's bytes.
     """
     import mlflow
     from mlflow.data.sources import LocalArtifactDatasetSource
 
-    source, sha = dataset_digest(spec)
+    if spec is None:
+        source, sha = f"prepared/{name}", _array_sha256(X)
+    else:
+        source, sha = dataset_digest(spec)
+        name = spec.name
     profile = {"num_rows": int(X.shape[0]), "num_features": int(X.shape[1]),
                "source_sha256": sha}
-    ds = _source_dataset()(LocalArtifactDatasetSource(source), name=spec.name,
+    ds = _source_dataset()(LocalArtifactDatasetSource(source), name=name,
                            digest=sha[:_DIGEST_CHARS], profile=profile)
     tags = {"source_sha256": sha}
     if split is not None:
