@@ -70,3 +70,22 @@ def test_refuses_sgd_and_other_kernels():
         TSGS3VM(features="nystroem", solver="sgd").fit(X, y)
     with pytest.raises(ValueError, match="rbf"):
         TSGS3VM(features="nystroem", kernel="laplacian").fit(X, y)
+
+
+def test_landmark_count_is_bounded_at_fit_and_load(tmp_path):
+    """A model file cannot make load build an m x m matrix beyond the bound."""
+    from weakkernels import ModelFormatError
+
+    with pytest.raises(ValueError, match="landmarks"):
+        NystromSpec("rbf", 1.0, np.zeros((NystromSpec.MAX_LANDMARKS + 1, 1)))
+    X = np.random.default_rng(4).normal(size=(80, 2))
+    y = np.full(80, -1)
+    y[:8] = [0, 1] * 4
+    est = TSGS3VM(features="nystroem", max_iter=5, random_state=0).fit(X, y)
+    from weakkernels._dsg import set_expansion_state
+
+    meta, arrays = est._artifact_state()
+    meta["spec"]["block_size"] = NystromSpec.MAX_LANDMARKS + 1
+    arrays["landmarks"] = np.zeros((NystromSpec.MAX_LANDMARKS + 1, 2), np.float32)
+    with pytest.raises(ModelFormatError, match="landmarks"):
+        set_expansion_state(TSGS3VM(), meta, arrays)

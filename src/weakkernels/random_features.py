@@ -699,6 +699,9 @@ class NystromSpec:
 
     is_fourier = False
     kind = "nystroem"
+    # K_ZZ (m x m, float64) and L^-T are built at fit and at load: 16 384
+    # landmarks are 2 GiB each; a model file asking for more is refused
+    MAX_LANDMARKS = 1 << 14
     # K_ZZ's diagonal is 1 for the RBF kernel: a jitter of 1e-6 bounds the
     # condition number of L by 1e3 and moves phi.phi' by <= 1e-6 relative
     JITTER = 1e-6
@@ -717,6 +720,10 @@ class NystromSpec:
         # values is the same after loading, bit for bit
         self.landmarks = np.ascontiguousarray(landmarks, dtype=self.dtype)
         Z = self.landmarks.astype(np.float64)
+        if not 1 <= Z.shape[0] <= self.MAX_LANDMARKS:
+            raise ValueError(
+                f"{Z.shape[0]} Nyström landmarks; between 1 and "
+                f"{self.MAX_LANDMARKS} are supported (lower max_features).")
         self.block_size = Z.shape[0]
         self.d = Z.shape[1]
         sq = np.einsum("ij,ij->i", Z, Z)
