@@ -58,6 +58,7 @@ def test_fit_save_load_and_landmarks(cls, tmp_path):
     assert (est.predict(X[60:]) == truth[60:]).mean() > 0.8
     est.save(tmp_path / "m.wk")
     again = load(tmp_path / "m.wk")
+    assert again.features_ == est.features_ == "nystroem"
     np.testing.assert_array_equal(again.decision_function(X),
                                   est.decision_function(X))
 

@@ -488,6 +488,8 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
 
     def _set_artifact_state(self, meta, arrays):
         set_expansion_state(self, meta, arrays)
+        self.features_ = ("nystroem" if isinstance(self.spec_, NystromSpec)
+                          else "fourier")
         self.C_star_ = float(meta["C_star"])
         self.seed_ = int(meta["seed"])
         self.n_features_in_ = int(meta["n_features_in"])
