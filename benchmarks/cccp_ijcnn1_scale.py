@@ -1,4 +1,4 @@
-"""CCCP-TSVM fit CPU time on ijcnn1 at L = 1 000 labeled points (issue 22).
+"""CCCP-TSVM fit CPU time on ijcnn1 at L = 1 000 labeled points.
 
 Usage::
 

@@ -5,7 +5,7 @@ Usage::
     NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \\
     .venv/bin/python benchmarks/cccp_row_blocks.py [--repeats 5]
 
-Random dense data in [0, 1] of the two shapes of issue 22: ijcnn1 at U = 20 000
+Random dense data in [0, 1] of two shapes: ijcnn1 at U = 20 000
 (21 000 x 22) and MNIST at U = 10 000 (11 000 x 784); RBF rows. Prints CPU
 milliseconds per row (median of ``--repeats`` runs of 256 rows, measured in
 the same process) for the row-at-a-time kernel (``block = 1``, the cache's

@@ -51,7 +51,7 @@ _SETUP = """
 @pytest.mark.parametrize(
     "estimator, call",
     [
-        # the three SIGSEGV rows of issue 23, cause A
+        # column indices out of range once killed these with SIGSEGV
         ("wk.CCCPTSVM(max_cccp_iter=3)", "est.fit(Xb, y)"),
         ("wk.RampSVM(max_cccp_iter=3)", "est.fit(Xb, y_sup)"),
         ("wk.CCCPTSVM(max_cccp_iter=3)", "est.fit(X, y).decision_function(Xb)"),
