@@ -51,15 +51,14 @@ OUT = ROOT / "benchmarks" / "results" / "scale_accuracy"
 
 def load(dataset: str):
     """``(X_pool, y_pool, X_test, y_test, sigma)`` as the module docstring."""
-    if dataset == "mnist":
-        d = np.load(DATA / "mnist" / "mnist.npz")
-        Xp = d["x_train"].reshape(60000, -1).astype(np.float32) / 255
-        Xt = d["x_test"].reshape(10000, -1).astype(np.float32) / 255
-        return Xp, d["y_train"], Xt, d["y_test"], 0.0128
     from weakkernels._dsg import resolve_sigma
-    from weakkernels.pipeline.datasets import load_raw
+    from weakkernels.pipeline.datasets import DATASETS, load_raw
 
     raw = load_raw(dataset, DATA)
+    if dataset == "mnist":  # pixels / 255 by the registry's parser
+        n = DATASETS["mnist"].extra["n_train"]
+        X, y = raw.X.astype(np.float32), raw.y.astype(int)
+        return X[:n], y[:n], X[n:], y[n:], 0.0128
     X, y = np.asarray(raw.X, dtype=np.float64), (raw.y > 0).astype(int)
     Xp, yp, Xt, yt = X[:49990], y[:49990], X[49990:69990], y[49990:69990]
     lo, hi = Xp.min(0), Xp.max(0)

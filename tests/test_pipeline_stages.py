@@ -136,6 +136,34 @@ def test_registry_hashes_match_the_mirror():
     assert got.hexdigest() == spec.sha256
 
 
+def test_mnist_from_the_mirror_is_pinned_and_scaled(tmp_path):
+    """MNIST (paper 004 Table 1.5) through the registry: the download stage
+    verifies the mirror file's sha256, the parser gives the 60 000 training
+    then the 10 000 test images as pixels / 255, with MANIFEST.md's counts."""
+    mirror = ROOT.parent / "shared" / "data" / "raw"
+    if not (mirror / "mnist" / "mnist.npz").exists():
+        pytest.skip("offline mirror ../shared/data/raw/mnist not present")
+    ds.download_dataset("mnist", tmp_path, mirror, retries=0, timeout=1.0,
+                        use_network=False, allow_unverified=False, progress=False)
+    raw = ds.load_raw("mnist", tmp_path)
+    assert raw.X.shape == (70000, 784) and raw.X.dtype == np.float64
+    assert raw.X.min() == 0.0 and raw.X.max() == 1.0
+    n = ds.DATASETS["mnist"].extra["n_train"]
+    assert np.bincount(raw.y[n:].astype(int)).tolist() == [
+        980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
+    assert np.bincount(raw.y[:n].astype(int))[1] == 6742
+    # a changed byte is refused, naming the expected hash
+    bad = tmp_path / "bad"
+    (bad / "mnist").mkdir(parents=True)
+    data = bytearray((mirror / "mnist" / "mnist.npz").read_bytes())
+    data[100] ^= 1
+    (bad / "mnist" / "mnist.npz").write_bytes(bytes(data))
+    with pytest.raises(ds.DownloadError, match=ds.DATASETS["mnist"].files[0].sha256):
+        ds.download_dataset("mnist", tmp_path / "out", bad, retries=0, timeout=1.0,
+                            use_network=False, allow_unverified=False,
+                            progress=False)
+
+
 # ------------------------------------------------------------------ prepare
 
 
