@@ -428,12 +428,17 @@ class Problem:
         Which sets the loss reads at annealing weight ``w`` (None: all). The
         L-BFGS solver skips the others' products (e.g. the unlabeled set while
         C* is annealed from 0).
+    outputs_on : int or None
+        L-BFGS only: the set whose outputs under the returned machine the
+        caller reads (``Expansion.balance_outputs``, e.g. to warn when every
+        unlabeled row gets one class); None: no final pass over the data.
     """
 
     def __init__(self, sets, n_outputs, loss, *, lam=1.0, intercept="none",
                  balance=None, balance_set=1, balance_target=None, uses=None,
-                 pointwise=None):
+                 pointwise=None, outputs_on=None):
         self.sets = sets
+        self.outputs_on = outputs_on
         self.uses = uses
         self.pointwise = pointwise
         self.K = int(n_outputs)
@@ -890,11 +895,11 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
                                  - fB.mean(axis=0))
                 if monitor is not None:
                     monitor(n_iter, model, intercept)
-            # the returned machine on every row of the balance set (the last
-            # level holds them all): one forward pass, for the caller's checks
+            # the returned machine on every row of the set the caller reads
+            # (the last level holds them all): one forward pass, only if asked
             v, _ = unpack(z)
-            fB = (get(problem.balance_set).forward(v.astype(dtype)) + intercept
-                  if problem.balance_set < len(sizes) else None)
+            fB = (None if problem.outputs_on is None else
+                  get(problem.outputs_on).forward(v.astype(dtype)) + intercept)
     finally:
         if pool is not None:
             pool.shutdown()

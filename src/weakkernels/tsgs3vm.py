@@ -390,6 +390,7 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
             balance_target=_ANCHORS[balance](r) if balance in _ANCHORS and not sgd
             else r,
             uses=lambda w: [True, w * C_star > 0], pointwise=pointwise,
+            outputs_on=1,
         )
         monitor = callback_monitor(
             self, lambda model, b: self._set_model_state(model, X, idx_u, r, seed, b)
