@@ -3,15 +3,22 @@
 Every method of a row sees the same labeled rows, the same unlabeled rows and
 the same test rows, in one run, one thread each (CPU seconds reported).
 
-Data sets (from the data mirror, ``$WEAKKERNELS_DATA`` or ``../shared/data/raw``
-beside the clone; features min-max scaled on the pool, MNIST pixels / 255):
+Data sets (through :mod:`weakkernels.pipeline.datasets` from the data mirror,
+``$WEAKKERNELS_DATA`` or ``../shared/data/raw`` beside the clone):
 
 * ``ijcnn1``: the 49 990-row training file is the pool (L stratified labeled
   rows, then U of the rest), the test rows are the first 20 000 of
-  ``ijcnn1.tst``; sigma = 1 / (d Var X) on the pool, C = 10.
+  ``ijcnn1.tst``, the validation rows the next 1 000; features min-max scaled
+  on the pool, sigma = 1 / (d Var X) on the pool, C = 10.
+* ``cod-rna``: the 59 535 rows in a seeded permutation (seed 0): the last
+  9 000 are the test rows, the 1 000 before them the validation rows, the
+  rest the pool; scaled and sigma as ijcnn1, C = 10.
 * ``mnist``: paper 004 Table 1.5's protocol: 1 000 (or 100) seeded training
   labels, U = the first U test images, then the remaining training images;
-  error on all 10 000 test images; sigma = 0.0128, C = 10.
+  error on all 10 000 test images (the paper's transductive protocol);
+  pixels / 255, sigma = 0.0128, C = 10. Validation: 1 000 seeded training
+  images outside the labels (used only by ``_tuned`` methods; with U past
+  10 000 they can also be unlabeled rows, as in the paper).
 
 Methods (``--methods``, comma-separated):
 
@@ -21,17 +28,31 @@ Methods (``--methods``, comma-separated):
 * ``tsgs3vm``, ``frs3vm``: ``TSGS3VM(C, sigma)`` / ``FRS3VM(C, sigma)``
   defaults; suffixes change one setting each: ``_c0`` ``C_star=0`` (its own
   supervised machine), ``_c01`` a tenth of paper 004's ``C n_l / n_u``,
-  ``_sq`` ``loss="squared_hinge"``, ``_rff`` / ``_ny`` ``features="fourier"``
-  / ``"nystroem"`` (e.g. ``tsgs3vm_rff_sq_c0``).
+  ``_sq`` ``loss="squared_hinge"``, ``_sm`` ``loss="smooth_hinge"``, ``_rff``
+  / ``_ny`` ``features="fourier"`` / ``"nystroem"`` (e.g.
+  ``tsgs3vm_rff_sq_c0``);
+* ``_tuned`` (e.g. ``tsgs3vm_tuned``): C* chosen on the validation rows
+  among ``{0, 0.1, 0.3, 1} x C n_l / n_u`` (paper 004 chooses C* on a labeled
+  validation set; the grid holds 0, the model's own supervised machine).
+  The four fits also give the ``_c0`` row and the plain row (1 x the rule),
+  written beside the tuned one.
 
 Usage::
 
     python benchmarks/scale_accuracy.py --dataset ijcnn1 --L 200,2000,20000 \\
         --seeds 0,1 --methods svc,nystroem,tsgs3vm,tsgs3vm_c0,tsgs3vm_sq
     python benchmarks/scale_accuracy.py --dataset mnist --U 2000,5000,10000,60000
+    python benchmarks/scale_accuracy.py --dataset ijcnn1 --L 1000 \\
+        --U 2000,8000,20000,48990 --seeds 0,1,2 --methods svc,tsgs3vm_tuned
+    python benchmarks/scale_accuracy.py --plot ijcnn1     # figures from the CSV
 
 Writes ``benchmarks/results/scale_accuracy/<dataset>.csv`` (one row per fit,
-appended) and prints a markdown table of the medians.
+appended; ``rev`` is the git revision that ran it), logs every fit as a
+nested run of the MLflow experiment ``benchmark-scale_accuracy`` (the store of
+:mod:`weakkernels.pipeline.tracking`; ``--no-mlflow`` to skip), and prints a
+markdown table of the medians. ``--plot`` draws error vs L and error vs U per
+method (medians over seeds) from the CSV, for one revision (``--rev``,
+default: the newest in the file).
 """
 
 from __future__ import annotations
@@ -39,6 +60,8 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -47,10 +70,23 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("WEAKKERNELS_DATA", ROOT.parent / "shared/data/raw"))
 OUT = ROOT / "benchmarks" / "results" / "scale_accuracy"
+N_VAL = 1000
+# C* grid of the ``_tuned`` methods, in units of paper 004's C n_l / n_u
+CSTAR_GRID = (0.0, 0.1, 0.3, 1.0)
+COLUMNS = ["dataset", "method", "L", "U", "seed", "error", "balanced_error",
+           "features", "fit_cpu_s", "C", "sigma", "C_star", "val_error", "rev"]
+
+
+def _minmax(Xp, *others):
+    lo, hi = Xp.min(0), Xp.max(0)
+    span = np.where(hi > lo, hi - lo, 1.0)
+    return [((A - lo) / span).astype(np.float32) for A in (Xp, *others)]
 
 
 def load(dataset: str):
-    """``(X_pool, y_pool, X_test, y_test, sigma)`` as the module docstring."""
+    """``(X_pool, y_pool, X_test, y_test, X_val, y_val, sigma)`` as the module
+    docstring says; the MNIST validation rows are picked per seed in
+    :func:`split` (``X_val`` is None here)."""
     from weakkernels._dsg import resolve_sigma
     from weakkernels.pipeline.datasets import DATASETS, load_raw
 
@@ -58,34 +94,39 @@ def load(dataset: str):
     if dataset == "mnist":  # pixels / 255 by the registry's parser
         n = DATASETS["mnist"].extra["n_train"]
         X, y = raw.X.astype(np.float32), raw.y.astype(int)
-        return X[:n], y[:n], X[n:], y[n:], 0.0128
+        return X[:n], y[:n], X[n:], y[n:], None, None, 0.0128
     X, y = np.asarray(raw.X, dtype=np.float64), (raw.y > 0).astype(int)
-    Xp, yp, Xt, yt = X[:49990], y[:49990], X[49990:69990], y[49990:69990]
-    lo, hi = Xp.min(0), Xp.max(0)
-    span = np.where(hi > lo, hi - lo, 1.0)
-    Xp, Xt = ((Xp - lo) / span).astype(np.float32), ((Xt - lo) / span).astype(
-        np.float32)
-    return Xp, yp, Xt, yt, resolve_sigma("scale", Xp)
+    if dataset == "ijcnn1":
+        pool, test, val = (np.arange(49990), np.arange(49990, 69990),
+                           np.arange(69990, 69990 + N_VAL))
+    else:
+        perm = np.random.default_rng(0).permutation(y.size)
+        pool, val, test = perm[:-10000], perm[-10000:-9000], perm[-9000:]
+    Xp, Xt, Xv = _minmax(X[pool], X[test], X[val])
+    return Xp, y[pool], Xt, y[test], Xv, y[val], resolve_sigma("scale", Xp)
 
 
 def split(dataset, yp, n_lab, n_unl, seed, Xt_rows):
-    """Labeled pool indices, unlabeled rows (as ``("pool"|"test", idx)``)."""
+    """Labeled pool indices, unlabeled rows (as ``("pool"|"test", idx)``) and,
+    for MNIST, the validation pool indices (else None)."""
     rng = np.random.default_rng(seed)
     if dataset == "mnist":
         lab = np.sort(rng.choice(yp.size, n_lab, replace=False))
         rest = np.setdiff1d(np.arange(yp.size), lab)
+        val = np.sort(rng.choice(rest, N_VAL, replace=False))
         n_test = min(n_unl, Xt_rows)
         return lab, [("test", np.arange(n_test)),
-                     ("pool", rest[: max(0, n_unl - n_test)])]
+                     ("pool", rest[: max(0, n_unl - n_test)])], val
     from sklearn.model_selection import train_test_split
 
     lab = np.sort(train_test_split(np.arange(yp.size), train_size=n_lab,
                                    stratify=yp, random_state=seed)[0])
     rest = rng.permutation(np.setdiff1d(np.arange(yp.size), lab))
-    return lab, [("pool", np.sort(rest[:n_unl]))]
+    return lab, [("pool", np.sort(rest[:n_unl]))], None
 
 
 def make(method: str, C: float, sigma: float, seed: int):
+    """``(estimator, semi_supervised, tuned)`` for a method name."""
     from sklearn.kernel_approximation import Nystroem
     from sklearn.pipeline import make_pipeline
     from sklearn.svm import SVC, LinearSVC
@@ -93,36 +134,120 @@ def make(method: str, C: float, sigma: float, seed: int):
     from weakkernels import FRS3VM, TSGS3VM
 
     if method == "svc":
-        return SVC(C=C, gamma=sigma), False
+        return SVC(C=C, gamma=sigma), False, False
     if method == "nystroem":
         return make_pipeline(Nystroem(gamma=sigma, n_components=2000,
-                                      random_state=seed), LinearSVC(C=C)), False
+                                      random_state=seed), LinearSVC(C=C)), False, False
     kw = {"C": C, "sigma": sigma, "random_state": seed}
     cls = FRS3VM if method.startswith("frs3vm") else TSGS3VM
+    tuned = False
     for token in method.split("_")[1:]:
         if token == "c0":
             kw["C_star"] = 0.0
-        elif token == "c01":  # a tenth of paper 004's rule (set in fit_one)
-            kw["C_star"] = "tenth"
-        elif token == "sq":
-            kw["loss"] = "squared_hinge"
+        elif token == "c01":  # a tenth of paper 004's rule (set at fit)
+            kw["C_star"] = 0.1
+        elif token == "tuned":
+            tuned = True
+        elif token in ("sq", "sm"):
+            kw["loss"] = "squared_hinge" if token == "sq" else "smooth_hinge"
         elif token in ("rff", "ny"):
             kw["features"] = "fourier" if token == "rff" else "nystroem"
         else:
             raise SystemExit(f"unknown method token {token!r} in {method!r}")
-    return cls(**kw), True
+    return cls(**kw), True, tuned
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--dataset", choices=["ijcnn1", "mnist"], required=True)
-    ap.add_argument("--L", default=None, help="labeled sizes, comma-separated")
-    ap.add_argument("--U", default=None, help="unlabeled sizes ('all': the rest)")
-    ap.add_argument("--seeds", default="0")
-    ap.add_argument("--C", type=float, default=10.0)
-    ap.add_argument("--methods", default="svc,nystroem,tsgs3vm,tsgs3vm_c0")
-    a = ap.parse_args(argv)
-    Xp, yp, Xt, yt, sigma = load(a.dataset)
+def _errors(est, X, y):
+    p = est.predict(X)
+    rec = [float(np.mean(p[y == c] != c)) for c in np.unique(y)]
+    return float(np.mean(p != y)), float(np.mean(rec))
+
+
+def _revision() -> str:
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src"],
+                               cwd=ROOT, capture_output=True, text=True).stdout
+        return rev.strip() + ("+dirty" if dirty.strip() else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def fits(method, a, sigma, seed, L, XL, yl, XU, Xv, yv):
+    """Fit one method on one split: yields ``(name, estimator, cpu_s, C*,
+    val_error)``; a ``_tuned`` method yields its grid's plain and ``_c0``
+    rows and then the validation winner under its own name."""
+    est, semi, tuned = make(method, a.C, sigma, seed)
+    n_u = XU.shape[0]
+    if not semi:
+        t0 = time.process_time()
+        est.fit(XL, yl)
+        yield method, est, time.process_time() - t0, "", ""
+        return
+    X = np.vstack([XL, XU])
+    y = np.r_[yl, np.full(n_u, -1)]
+    rule = a.C * L / n_u
+    grid = CSTAR_GRID if tuned else (
+        (est.C_star,) if est.C_star is not None else (1.0,))
+    base = method.replace("_tuned", "")
+    best = None
+    for mult in grid:
+        if tuned or est.C_star is not None:
+            est.set_params(C_star=mult * rule)
+        t0 = time.process_time()
+        est.fit(X, y)
+        cpu = time.process_time() - t0
+        val = _errors(est, Xv, yv)[0] if Xv is not None else ""
+        name = (method if not tuned else
+                base + "_c0" if mult == 0 else base if mult == 1 else None)
+        if name is not None:
+            yield name, est, cpu, est.C_star_, val
+        if tuned and (best is None or val < best[0]):
+            # ties go to the smaller C* (the grid ascends): no unlabeled
+            # weight that the validation rows do not pay for
+            import copy
+
+            best = (val, copy.deepcopy(est), cpu, est.C_star_)
+    if tuned:
+        yield method, best[1], best[2], best[3], best[0]
+
+
+def _mlflow_parent(a, argv):
+    if a.no_mlflow:
+        return None
+    import mlflow
+
+    from weakkernels.pipeline.tracking import provenance_tags, setup_mlflow
+
+    setup_mlflow("benchmark-scale_accuracy", ROOT)
+    run = mlflow.start_run(run_name=f"{a.dataset} {a.methods}")
+    mlflow.set_tags({**provenance_tags(ROOT, "benchmark_scale_accuracy", vars(a)),
+                     "command": " ".join(["python", "benchmarks/scale_accuracy.py",
+                                          *argv])})
+    return run
+
+
+def _mlflow_fit(est, row, semi_name):
+    import mlflow
+
+    from weakkernels.pipeline.tracking import log_resolved_params
+
+    rec = dict(zip(COLUMNS, row, strict=True))
+    with mlflow.start_run(run_name=f"{rec['method']} L={rec['L']} U={rec['U']} "
+                                   f"seed={rec['seed']}", nested=True):
+        mlflow.set_tags({"method": rec["method"], "dataset": rec["dataset"],
+                         "rev": rec["rev"]})
+        mlflow.log_params({k: rec[k] for k in ("L", "U", "seed")})
+        if semi_name:
+            log_resolved_params(est)
+        mlflow.log_metrics({k: float(rec[k]) for k in
+                            ("error", "balanced_error", "fit_cpu_s", "val_error")
+                            if rec[k] != ""})
+
+
+def run(a, argv) -> int:
+    Xp, yp, Xt, yt, Xv, yv, sigma = load(a.dataset)
     Ls = [int(v) for v in (a.L or ("1000" if a.dataset == "mnist" else "2000")
                            ).split(",")]
     Us = [yp.size + (Xt.shape[0] if a.dataset == "mnist" else 0) - 1 if v == "all"
@@ -130,53 +255,120 @@ def main(argv=None) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"{a.dataset}.csv"
     new = not path.exists()
-    rows = []
-    with open(path, "a", newline="") as fh:
-        w = csv.writer(fh)
-        if new:
-            w.writerow(["dataset", "method", "L", "U", "seed", "error",
-                        "balanced_error", "features", "fit_cpu_s", "C", "sigma"])
-        for seed in [int(s) for s in a.seeds.split(",")]:
-            for L in Ls:
-                for U in Us:
-                    lab, parts = split(a.dataset, yp, L, U, seed, Xt.shape[0])
-                    XU = np.vstack([(Xt if src == "test" else Xp)[i]
-                                    for src, i in parts])
-                    n_u = XU.shape[0]
-                    for m in a.methods.split(","):
-                        est, semi = make(m, a.C, sigma, seed)
-                        if semi:
-                            X = np.vstack([Xp[lab], XU])
-                            y = np.r_[yp[lab], np.full(n_u, -1)]
-                            if est.get_params()["C_star"] == "tenth":
-                                est.set_params(C_star=0.1 * a.C * L / n_u)
-                        else:
-                            X, y = Xp[lab], yp[lab]
-                        t0 = time.process_time()
-                        est.fit(X, y)
-                        cpu = time.process_time() - t0
-                        p = est.predict(Xt)
-                        err = float(np.mean(p != yt))
-                        rec = [float(np.mean(p[yt == c] != c)) for c in np.unique(yt)]
-                        D = getattr(est, "n_features_model_", "")
-                        row = [a.dataset, m, L, n_u, seed, f"{err:.5f}",
-                               f"{np.mean(rec):.5f}", D, f"{cpu:.1f}", a.C,
-                               f"{sigma:.6g}"]
-                        w.writerow(row)
-                        fh.flush()
-                        rows.append(row)
-                        print(" ".join(map(str, row)), flush=True)
-    print("\n| method | L | U | error % (median) | balanced % | CPU s |")
-    print("|---|---|---|---|---|---|")
-    keys = sorted({(r[1], r[2], r[3]) for r in rows}, key=lambda k: (k[1], k[2], k[0]))
-    for m, L, U in keys:
-        sel = [r for r in rows if (r[1], r[2], r[3]) == (m, L, U)]
-        med = [float(np.median([float(r[i]) for r in sel])) for i in (5, 6, 8)]
-        # a model at chance is flagged, never printed as a result
-        flag = " **at chance**" if med[1] >= 0.45 else ""
-        print(f"| {m} | {L} | {U} | {100 * med[0]:.2f}{flag} | {100 * med[1]:.2f} | "
-              f"{med[2]:.0f} |")
+    rows, rev = [], _revision()
+    parent = _mlflow_parent(a, argv)
+    try:
+        with open(path, "a", newline="") as fh:
+            w = csv.writer(fh)
+            if new:
+                w.writerow(COLUMNS)
+            for seed in [int(s) for s in a.seeds.split(",")]:
+                for L in Ls:
+                    for U in Us:
+                        lab, parts, val = split(a.dataset, yp, L, U, seed,
+                                                Xt.shape[0])
+                        XU = np.vstack([(Xt if src == "test" else Xp)[i]
+                                        for src, i in parts])
+                        Xv_, yv_ = (Xp[val], yp[val]) if val is not None else (Xv, yv)
+                        for m in a.methods.split(","):
+                            for name, est, cpu, cstar, verr in fits(
+                                    m, a, sigma, seed, L, Xp[lab], yp[lab], XU,
+                                    Xv_, yv_):
+                                err, berr = _errors(est, Xt, yt)
+                                D = getattr(est, "n_features_model_", "")
+                                row = [a.dataset, name, L, XU.shape[0], seed,
+                                       f"{err:.5f}", f"{berr:.5f}", D,
+                                       f"{cpu:.1f}", a.C, f"{sigma:.6g}",
+                                       "" if cstar == "" else f"{cstar:.6g}",
+                                       "" if verr == "" else f"{verr:.5f}", rev]
+                                w.writerow(row)
+                                fh.flush()
+                                rows.append(row)
+                                if parent is not None:
+                                    _mlflow_fit(est, row, cstar != "")
+                                print(" ".join(map(str, row)), flush=True)
+    finally:
+        if parent is not None:
+            import mlflow
+
+            mlflow.log_artifact(str(path))
+            mlflow.end_run()
+    print(table(rows))
     return 0
+
+
+def table(rows) -> str:
+    """Markdown table of the medians over seeds; a model at chance (balanced
+    error >= 45 %) is flagged, never printed as a plain result."""
+    out = ["| method | L | U | error % (median) | balanced % | CPU s | seeds |",
+           "|---|---|---|---|---|---|---|"]
+    keys = sorted({(r[1], int(r[2]), int(r[3])) for r in rows},
+                  key=lambda k: (k[1], k[2], k[0]))
+    for m, L, U in keys:
+        sel = [r for r in rows if (r[1], int(r[2]), int(r[3])) == (m, L, U)]
+        med = [float(np.median([float(r[i]) for r in sel])) for i in (5, 6, 8)]
+        flag = " **at chance**" if med[1] >= 0.45 else ""
+        out.append(f"| {m} | {L} | {U} | {100 * med[0]:.2f}{flag} | "
+                   f"{100 * med[1]:.2f} | {med[2]:.0f} | {len(sel)} |")
+    return "\n".join(out)
+
+
+def plot(dataset: str, rev: str | None) -> int:
+    """Error vs L (at the largest U of each L) and error vs U (per L) from the
+    CSV, one line per method, medians over seeds, one revision."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    df = pd.read_csv(OUT / f"{dataset}.csv", dtype={"rev": str})
+    if "rev" in df and df["rev"].notna().any():
+        rev = rev or df["rev"].dropna().iloc[-1]
+        df = df[df["rev"] == rev]
+    med = df.groupby(["method", "L", "U"], as_index=False)["error"].median()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for m, g in med.groupby("method"):
+        byL = g.loc[g.groupby("L")["U"].idxmax()]
+        if byL["L"].nunique() > 1:
+            axes[0].plot(byL["L"], 100 * byL["error"], "o-", label=m)
+        for L, gl in g.groupby("L"):
+            if gl["U"].nunique() > 1:
+                axes[1].plot(gl["U"], 100 * gl["error"], "o-", label=f"{m} L={L}")
+    for ax, x in zip(axes, ("L (labeled rows)", "U (unlabeled rows)"), strict=True):
+        ax.set_xscale("log")
+        ax.set_xlabel(x)
+        ax.set_ylabel("test error %")
+        ax.grid(alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=7)
+    fig.suptitle(f"{dataset}: error vs L and vs U (median over seeds; rev {rev})")
+    fig.tight_layout()
+    out = OUT / f"{dataset}.png"
+    fig.savefig(out, dpi=110)
+    print(f"wrote {out}")
+    return 0
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dataset", choices=["ijcnn1", "cod-rna", "mnist"])
+    ap.add_argument("--L", default=None, help="labeled sizes, comma-separated")
+    ap.add_argument("--U", default=None, help="unlabeled sizes ('all': the rest)")
+    ap.add_argument("--seeds", default="0")
+    ap.add_argument("--C", type=float, default=10.0)
+    ap.add_argument("--methods", default="svc,nystroem,tsgs3vm,tsgs3vm_c0")
+    ap.add_argument("--no-mlflow", action="store_true")
+    ap.add_argument("--plot", metavar="DATASET", default=None,
+                    help="draw the figures of DATASET from its CSV and exit")
+    ap.add_argument("--rev", default=None, help="--plot: the revision to draw")
+    a = ap.parse_args(argv)
+    if a.plot:
+        return plot(a.plot, a.rev)
+    if a.dataset is None:
+        ap.error("--dataset is required (or --plot DATASET)")
+    return run(a, argv)
 
 
 if __name__ == "__main__":
