@@ -8,7 +8,9 @@ Data sets (through :mod:`weakkernels.pipeline.datasets` from the data mirror,
 
 * ``ijcnn1``: the 49 990-row training file is the pool (L stratified labeled
   rows, then U of the rest), the test rows are the first 20 000 of
-  ``ijcnn1.tst``, the validation rows the next 1 000; features min-max scaled
+  ``ijcnn1.tst``, the validation rows 1 000 seeded rows of the rest of it
+  (the file is in time order: a contiguous block is not representative);
+  features min-max scaled
   on the pool, sigma = 1 / (d Var X) on the pool, C = 10.
 * ``cod-rna``: the 59 535 rows in a seeded permutation (seed 0): the last
   9 000 are the test rows, the 1 000 before them the validation rows, the
@@ -97,8 +99,11 @@ def load(dataset: str):
         return X[:n], y[:n], X[n:], y[n:], None, None, 0.0128
     X, y = np.asarray(raw.X, dtype=np.float64), (raw.y > 0).astype(int)
     if dataset == "ijcnn1":
-        pool, test, val = (np.arange(49990), np.arange(49990, 69990),
-                           np.arange(69990, 69990 + N_VAL))
+        # ijcnn1.tst is in time order: the validation rows are a seeded
+        # sample of its rows after the test rows, not a contiguous block
+        pool, test = np.arange(49990), np.arange(49990, 69990)
+        val = np.sort(np.random.default_rng(0).choice(
+            np.arange(69990, y.size), N_VAL, replace=False))
     else:
         perm = np.random.default_rng(0).permutation(y.size)
         pool, val, test = perm[:-10000], perm[-10000:-9000], perm[-9000:]
