@@ -27,7 +27,7 @@ from weakkernels import CCCPTSVM, TSGS3VM  # noqa: E402
 from weakkernels.pipeline.datasets import load_raw  # noqa: E402
 
 VARIANTS = {
-    "default (smooth hinge, clipped balance, da, annealed)": {},
+    "default (squared hinge, clipped balance, da, annealed)": {},
     "balance=mean (paper 004 Eq. 1.13)": {"balance": "mean"},
     "balance=quantile": {"balance": "quantile"},
     "balance=none (free bias)": {"balance": "none"},
@@ -37,7 +37,7 @@ VARIANTS = {
     "max_features=512": {"max_features": 512},
     "max_features=2048": {"max_features": 2048},
     "loss=hinge": {"loss": "hinge"},
-    "loss=squared_hinge": {"loss": "squared_hinge"},
+    "loss=smooth_hinge": {"loss": "smooth_hinge"},
     "C_star=0 (supervised only)": {"C_star": 0.0},
 }
 
