@@ -61,7 +61,7 @@ AFTER (new API; C in sum units, deterministic solver: final numbers only)::
         --out <dir> --extra-kwargs '{"solver": "lbfgs"}'
 
 The data mirror is found next to the repository (``../shared/data/raw``) or via
-the environment variable ``WK_DATA_MIRROR``.
+the environment variable ``WEAKKERNELS_DATA``.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ DEFAULT_OUT = HERE.parent / "results" / "convergence"
 
 
 def mirror_dir() -> Path:
-    env = os.environ.get("WK_DATA_MIRROR")
+    env = os.environ.get("WEAKKERNELS_DATA")
     if env:
         return Path(env)
     return HERE.parents[1].parent / "shared/data/raw"

@@ -51,7 +51,7 @@ BALANCE = ("clipped", "mean", "none")
 
 
 def mirror() -> Path:
-    return Path(os.environ.get("WK_DATA_MIRROR", ROOT.parent / "shared/data/raw"))
+    return Path(os.environ.get("WEAKKERNELS_DATA", ROOT.parent / "shared/data/raw"))
 
 
 def run(out: Path) -> None:

@@ -45,7 +45,7 @@ VARIANTS = {
 def mirror() -> Path:
     import os
 
-    return Path(os.environ.get("WK_DATA_MIRROR", ROOT.parent / "shared/data/raw"))
+    return Path(os.environ.get("WEAKKERNELS_DATA", ROOT.parent / "shared/data/raw"))
 
 
 def _minmax(X):
