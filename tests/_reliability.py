@@ -163,7 +163,7 @@ def estimator_cases(name: str) -> list[Case]:
         ValueError, "0 sample")
     add("x_1d", "1-D X", _fit(name, X[:, 0], y), ValueError, "Expected 2D array")
     # sparse X is bad input only for an estimator that does not declare it
-    # (issue 16: the six solvers take CSR/CSC/COO; tests/test_sparse_*.py)
+    # (the six solvers take CSR/CSC/COO; tests/test_sparse_*.py)
     sparse_ok = spec.make().__sklearn_tags__().input_tags.sparse
     if not sparse_ok:
         add("x_sparse", "sparse X (CSR)", _fit(name, sp.csr_matrix(X), y),

@@ -1,4 +1,4 @@
-"""Issue 14, items 2 and 3: the exact-kernel CCCP estimators never hang and
+"""The exact-kernel CCCP estimators never hang and
 never return a NaN or constant model silently (RELIABILITY.md, round two)."""
 
 from __future__ import annotations

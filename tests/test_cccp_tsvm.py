@@ -391,7 +391,7 @@ _PLATT = (
 )
 _CCCPTSVM_XFAIL = {name: _FULLY_LABELED for name in FITS_FULLY_LABELED_CHECKS}
 _CCCPTSVM_XFAIL["check_classifiers_classes"] = _STRING_LABELS
-# sparse input is accepted (issue 16), so these checks now fit -- on fully
+# sparse input is accepted, so these checks now fit -- on fully
 # labeled y; tests/test_sparse_exact.py covers CCCPTSVM on sparse data
 for _name in ("check_estimator_sparse_tag", "check_estimator_sparse_array",
               "check_estimator_sparse_matrix"):

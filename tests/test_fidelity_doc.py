@@ -1,4 +1,4 @@
-"""docs/fidelity.md names functions that exist (issue 13).
+"""docs/fidelity.md names functions that exist.
 
 Every ``weakkernels.x.y`` reference in the page (module, then attribute path:
 class, function, method) must import and resolve; every repository path it

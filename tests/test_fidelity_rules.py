@@ -1,4 +1,4 @@
-"""The documented rules behind docs/fidelity.md, checked independently (issue 13).
+"""The documented rules behind docs/fidelity.md, checked independently.
 
 The S3VM step schedules, the TSGS3VM/FRS3VM default ``C_star`` and the two
 ``ceil(sqrt n)`` feature readings are checked in ``tests/test_protocol_labels.py``;

@@ -1,4 +1,4 @@
-"""Issue 14, items 7-9: model files from untrusted places (RELIABILITY.md,
+"""Model files from untrusted places (RELIABILITY.md,
 round two). Every malformed file raises ModelFormatError naming the member;
 nothing is inflated or allocated beyond bounds checked from the headers; the
 feature names seen in fit survive save and load."""

@@ -1,4 +1,4 @@
-"""The published peers' parameters mean what the rows beside them mean (issue 13).
+"""The published peers' parameters mean what the rows beside them mean.
 
 QN-S3VM (``benchmarks/peers/qns3vm_adapter.py``): its objective, written out
 below as a naive NumPy function from ``semisupervised/qns3vm.py``

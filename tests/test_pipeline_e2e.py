@@ -140,7 +140,7 @@ def test_metrics_files_hold_sane_values(project):
 
 def test_repro_is_quiet(project):
     """Warnings are fixed at their cause, not filtered: a whole `dvc repro` of
-    every model prints only a handful of warning lines (issue 12: < 100 for the
+    every model prints only a handful of warning lines (< 100 for the
     default configuration; this one is smaller)."""
     import re
 

@@ -1,4 +1,4 @@
-"""``params.yaml`` schema (issue 14, items 10-13): every problem at once with its
+"""``params.yaml`` schema: every problem at once with its
 key path, ranges, fixed-vs-searched clashes, no stage defaults beside the file."""
 
 from __future__ import annotations

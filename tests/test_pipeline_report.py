@@ -1,4 +1,4 @@
-"""Degenerate-model guard, headline metrics and report layout (issue 12)."""
+"""Degenerate-model guard, headline metrics and report layout."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sparse LIBSVM sets through the pipeline (issue 16): prepare -> split -> train
+"""Sparse LIBSVM sets through the pipeline: prepare -> split -> train
 -> evaluate -> pyfunc without densifying, and the dense path unchanged."""
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def test_dense_path_is_the_min_max_result(tmp_path, monkeypatch):
     lo, hi = Xd.min(axis=0), Xd.max(axis=0)
     expected = np.clip((Xd - lo) / np.where(hi > lo, hi - lo, 1.0), 0.0, 1.0)
     np.testing.assert_array_equal(main["X"], expected)
-    # byte-identical to densifying every set (the behaviour before issue 16)
+    # byte-identical to densifying every set (the behaviour before sparse support)
     assert (tmp_path / "auto" / "tiny_dense.npz").read_bytes() == \
         (tmp_path / "never" / "tiny_dense.npz").read_bytes()
 

@@ -1,4 +1,4 @@
-"""Clone-independent state (issue 12): provenance without absolute paths, a
+"""Clone-independent state: provenance without absolute paths, a
 documented data/ layout, generated files gitignored."""
 
 from __future__ import annotations

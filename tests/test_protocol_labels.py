@@ -1,4 +1,4 @@
-"""Benchmark row labels say what the rows run (issue 13).
+"""Benchmark row labels say what the rows run.
 
 Every method row of every protocol in ``benchmarks/protocols/`` whose method is
 one of our S3VM / AUC estimators is checked: each claim its label makes
@@ -319,7 +319,7 @@ def test_protocol_params_resolve(path):
 
 
 def test_old_paper000_protocol_fails():
-    """The protocol before issue 13: 'paper protocol' ran the project's
+    """The protocol before the labels were fixed: 'paper protocol' ran the project's
     defaults, CCCP-TSVM named no C* -- the check must catch both."""
     old = subprocess.run(
         ["git", "show", "6ad07db:benchmarks/protocols/paper000.yaml"],
@@ -362,7 +362,7 @@ def test_qns3vm_rows_name_their_cstar():
 
 
 def test_old_paper002_rows_fail():
-    """Before issue 13 the row "TSGSU" ran the L-BFGS default with 100
+    """Before the labels were fixed the row "TSGSU" ran the L-BFGS default with 100
     iterations and an SGD step it never used, and "SUSL (2000 centers)" ran
     lam = 0.01 without saying so: the check must catch both."""
     old = {"name": "TSGSU", "method": "tsgsu",
@@ -388,7 +388,7 @@ def test_pnu_rows_name_their_lam():
         assert label_problems({**row, "params": {**row["params"], k: v}}), k
     old = {**row, "name": "PNU (pywsl, 200 basis)",
            "params": {"prior": "$prior", "sigma": "$sigma", "n_basis": 200}}
-    assert label_problems(old)  # the rows before issue 13
+    assert label_problems(old)  # the rows before the labels were fixed
 
 
 def test_su_as_printed_needs_settings():

@@ -571,7 +571,7 @@ _STRING_LABELS = (
 
 def _expected_failed_checks(estimator):
     table = {name: _FULLY_LABELED for name in FITS_FULLY_LABELED_CHECKS}
-    # sparse input is accepted since issue 16: these checks fit fully
+    # sparse input is accepted: these checks fit fully
     # labeled sparse data (our sparse tests: test_sparse_rff.py)
     table.update({name: _FULLY_LABELED for name in SPARSE_FIT_CHECKS})
     table["check_classifiers_classes"] = _STRING_LABELS

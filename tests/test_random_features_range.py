@@ -1,4 +1,4 @@
-"""Issue 14, item 1: float32 random features when ||omega|| ||x|| is large
+"""Float32 random features when ||omega|| ||x|| is large
 (RELIABILITY.md, round two). The fast cosine is checked against np.cos in
 float64; inputs whose phases float32 cannot hold are refused at the boundary."""
 

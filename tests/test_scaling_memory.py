@@ -3,7 +3,7 @@
 Guards against full-size temporaries sneaking into ``fit`` (input validation
 included): a ``np.abs(X)`` in a magnitude check once made the 10M-row fit of
 ``benchmarks/scale_train.py`` allocate a second copy of X (BENCHMARKS.md,
-"Scaling (issue 6)").  NumPy reports its allocations to ``tracemalloc``.
+"Scaling").  NumPy reports its allocations to ``tracemalloc``.
 """
 
 from __future__ import annotations

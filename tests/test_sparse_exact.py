@@ -1,4 +1,4 @@
-"""Sparse input for the exact-kernel estimators (issue 16): CCCPTSVM and RampSVM.
+"""Sparse input for the exact-kernel estimators: CCCPTSVM and RampSVM.
 
 The sparse path computes kernel rows from CSR rows in numba
 (:func:`weakkernels._smo._csr_kernel_row`); it must agree with the dense path,

@@ -1,4 +1,4 @@
-"""Sparse input on the random-feature side (issue 16).
+"""Sparse input on the random-feature side.
 
 The numba CSR x dense projection against a naive NumPy loop; ``sigma="scale"``
 and the feature maps on sparse vs dense X; every random-feature estimator

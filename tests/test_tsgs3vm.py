@@ -298,7 +298,7 @@ def test_bad_fit_input_gives_clear_errors(mutate, match):
 
 
 def test_sparse_input_is_accepted():
-    """Sparse X is accepted since issue 16; agreement with the dense path,
+    """Sparse X is accepted; agreement with the dense path,
     predict on CSR/CSC and save/load are in tests/test_sparse_rff.py."""
     import scipy.sparse as sp
 
@@ -561,7 +561,7 @@ def _exact_kernel_svm(K, Y, C, loss):
 
 @pytest.mark.parametrize("Est", [TSGS3VM, FRS3VM])
 def test_default_budget_supervised_objective_is_near_the_exact_kernel_svm(Est):
-    """Issue 11 regression: with the default budget (default feature count and
+    """Regression: with the default budget (default feature count and
     tolerance) the supervised-only objective is within 5 % of the exact kernel
     machine's optimum of the same objective (measured: 0.5 %). The gap is the
     random-feature approximation, not the optimizer (see the test above). The
@@ -644,7 +644,7 @@ def test_resolved_defaults_are_visible_after_fit():
 def test_a_users_first_try_with_defaults_matches_svc(Est):
     """A 5-d problem whose classes are split by one coordinate, 40 labels,
     400 unlabeled points: every parameter at its default, within 2 pp of
-    scikit-learn's SVC() trained on the labeled points (issue 11)."""
+    scikit-learn's SVC() trained on the labeled points."""
     rng = np.random.default_rng(7)
     X = rng.normal(size=(2440, 5))
     yt = (X[:, 0] > 0).astype(int)

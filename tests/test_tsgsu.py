@@ -621,7 +621,7 @@ _FAILS = {
         "check_positive_only_tag_during_fit",
     )
 }
-# sparse input is accepted since issue 16, so these run and fit on class
+# sparse input is accepted, so these run and fit on class
 # labels too (our sparse tests: test_sparse_rff.py)
 _FAILS.update({name: _LAYOUT for name in SPARSE_FIT_CHECKS})
 _FAILS.update({

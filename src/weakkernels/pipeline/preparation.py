@@ -47,8 +47,7 @@ def keep_sparse(X, mode: str, threshold: float) -> bool:
     ``auto``: when ``X`` was parsed sparse (LIBSVM format) and its stored
     density ``nnz / (n d)`` is below ``threshold`` -- above it CSR costs more
     memory than the dense array (12 bytes per entry against 8) and buys no
-    speed; ``always``: every set; ``never``: none (the behaviour before
-    issue 16).
+    speed; ``always``: every set; ``never``: none (every set dense).
     """
     if mode == "never":
         return False

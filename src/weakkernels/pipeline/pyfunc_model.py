@@ -148,7 +148,7 @@ class WeakKernelsModel(mlflow.pyfunc.PythonModel):
                 sc = json.load(fh)
             self.lo = np.asarray(sc["lo"], dtype=np.float64)
             self.span = np.asarray(sc["span"], dtype=np.float64)
-            self.kind = sc.get("kind", "minmax")  # files before issue 16: minmax
+            self.kind = sc.get("kind", "minmax")  # older files have no "kind": minmax
 
     # The hint stays pd.DataFrame although arrays and sparse matrices are
     # accepted: MLflow skips its type-hint validation for that hint (and warns

@@ -304,7 +304,7 @@ def objective(task: str, y_true: np.ndarray, y_pred: np.ndarray, s: np.ndarray):
     The second term only breaks ties: it is below half of one error (1/n), so
     it never reorders two configurations whose error rates differ. Without it,
     50 labels (g50c) leave most trials tied at one or two errors and the study
-    keeps the first of them, whatever its margin (issue 11)."""
+    keeps the first of them, whatever its margin."""
     from sklearn.metrics import roc_auc_score
 
     y_true = np.asarray(y_true)

@@ -200,7 +200,7 @@ def make_rcv1_like(
     label_noise: float = 0.0,
     dtype=np.float64,
 ):
-    """SYNTHETIC RCV1-shaped sparse binary classification set (issue 16).
+    """SYNTHETIC RCV1-shaped sparse binary classification set.
 
     Not RCV1 and not derived from it: a generator with RCV1's shape -- about
     47 000 term columns, 0.16 % of them nonzero per document (~75 terms),
