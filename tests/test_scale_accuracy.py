@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-import scale_accuracy as sa
 
+import scale_accuracy as sa
 from _data import two_gaussians
 
 
