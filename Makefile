@@ -24,7 +24,7 @@ test: $(STAMP)
 	$(BIN)/ruff check src tests pipelines benchmarks
 	# the import layers of pyproject.toml [tool.importlinter]
 	$(BIN)/lint-imports --no-cache
-	# clone detector: no block of >= 6 repeated lines in src/ (issue 15)
+	# clone detector: no block of >= 6 repeated lines in src/
 	$(BIN)/pylint --disable=all --enable=duplicate-code --min-similarity-lines=6 \
 	  --score=n src/weakkernels
 	# pytest exits 5 when no test is collected: not a failure for CI
