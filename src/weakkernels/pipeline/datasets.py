@@ -439,7 +439,8 @@ def download_file(
     else:
         tried.append("network (disabled by params)")
     raise DownloadError(
-        f"could not obtain {subdir}/{spec.name}; tried: " + "; ".join(tried)
+        f"could not obtain {subdir}/{spec.name} (expected sha256 {spec.sha256}); "
+        "tried: " + "; ".join(tried)
     )
 
 

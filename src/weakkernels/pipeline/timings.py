@@ -16,9 +16,12 @@ from typing import Any
 # Record keys that change from run to run (also their ``_mean`` / ``_std``).
 # ``n_failed``: a resumed study retries its failed trials (only complete and
 # pruned ones count as done), so the count grows with every rerun.
+# ``trial``: the best trial's Optuna number counts the trials a killed attempt
+# left failed, so the same best configuration has a higher number after a
+# ``kill -9`` and a resume (its parameters and loss stay in the output).
 VOLATILE = ("fit_time_s", "compile_time_s", "predict_time_s", "curve_time_s",
             "run_id", "group_run_id", "parent_run_id", "mlflow_run_id", "pyfunc_uri",
-            "n_failed")
+            "n_failed", "trial")
 TIMINGS_DIR = Path("results") / "timings"
 
 
