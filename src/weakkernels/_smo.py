@@ -517,22 +517,6 @@ def _smo_solve(X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, pov, zeta
     _gradient_from_scratch(alpha, zeta, pov, g, False, is_active, data, slot_of,
                            owner, stamp, counters, X, sqnorm, k0, k00, has_x0,
                            code, sigma, degree, coef0, block, buf)
-    # The selection loops read, per variable, only its gradient, its base
-    # point and two flags: ``up[k] = alpha_k < B_k``, ``down[k] = alpha_k >
-    # A_k`` (the same comparisons, kept current for the two variables a step
-    # moves), not alpha, A and B -- a third of the bytes per variable. The
-    # iterates are those of the plain loops, bit for bit.
-    up = np.empty(n, dtype=np.bool_)
-    down = np.empty(n, dtype=np.bool_)
-    for k in range(n):
-        up[k] = alpha[k] < B[k]
-        down[k] = alpha[k] > A[k]
-    pv = pov.astype(np.int32)  # m < 2**31 (solve checks it)
-    # per base point: eta of the pair (i, p) and the gradient change of a
-    # step, computed once for all variables sharing p (the two copies of an
-    # unlabeled point, Sec. 1.5.3) when the active set covers the points
-    eta_pt = np.empty(m)
-    delta = np.empty(m)
     active = np.arange(n)
     n_active = n
     unshrunk = False
@@ -565,9 +549,8 @@ def _smo_solve(X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, pov, zeta
             i = -1
             for a in range(n_active):
                 k = active[a]
-                gk = g[k]
-                if gk > gmax and up[k]:
-                    gmax = gk
+                if alpha[k] < B[k] and g[k] > gmax:
+                    gmax = g[k]
                     i = k
         next_i = -2
         gmin = np.inf
@@ -579,26 +562,18 @@ def _smo_solve(X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, pov, zeta
             kii = diag_all[pi]
             best = -np.inf
             # --- j: second-order selection (Fan, Chen & Lin 2005, WSS2)
-            dense = n_active >= m
-            if dense:
-                for q in range(m):
-                    e = kii + diag_all[q] - 2.0 * data[si, q]
-                    eta_pt[q] = e if e > 0.0 else TAU
             for a in range(n_active):
                 k = active[a]
-                if down[k]:
+                if alpha[k] > A[k]:
                     gk = g[k]
                     if gk < gmin:
                         gmin = gk
                     diff = gmax - gk
                     if diff > 0.0:
-                        pk = pv[k]
-                        if dense:
-                            eta = eta_pt[pk]
-                        else:
-                            eta = kii + diag_all[pk] - 2.0 * data[si, pk]
-                            if eta <= 0.0:
-                                eta = TAU
+                        pk = pov[k]
+                        eta = kii + diag_all[pk] - 2.0 * data[si, pk]
+                        if eta <= 0.0:
+                            eta = TAU
                         val = diff * diff / eta
                         if val > best:
                             best = val
@@ -606,9 +581,8 @@ def _smo_solve(X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, pov, zeta
         else:
             for a in range(n_active):
                 k = active[a]
-                gk = g[k]
-                if gk < gmin and down[k]:
-                    gmin = gk
+                if alpha[k] > A[k] and g[k] < gmin:
+                    gmin = g[k]
         gap = gmax - gmin
         if shrinking and not unshrunk and gap <= 10.0 * tol and n_active < n:
             # As LIBSVM: once close, restore the full problem once so that
@@ -653,31 +627,15 @@ def _smo_solve(X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, pov, zeta
         else:
             alpha[i] += lam
             alpha[j] -= lam
-        up[i] = alpha[i] < B[i]
-        down[i] = alpha[i] > A[i]
-        up[j] = alpha[j] < B[j]
-        down[j] = alpha[j] > A[j]
         ngmax = -np.inf
         ni = -1
-        if n_active >= m:
-            for q in range(m):
-                delta[q] = lam * (data[si, q] - data[sj, q])
-            for a in range(n_active):
-                k = active[a]
-                gk = g[k] - delta[pv[k]]
-                g[k] = gk
-                if gk > ngmax and up[k]:
-                    ngmax = gk
-                    ni = k
-        else:
-            for a in range(n_active):
-                k = active[a]
-                pk = pv[k]
-                gk = g[k] - lam * (data[si, pk] - data[sj, pk])
-                g[k] = gk
-                if gk > ngmax and up[k]:
-                    ngmax = gk
-                    ni = k
+        for a in range(n_active):
+            k = active[a]
+            pk = pov[k]
+            g[k] -= lam * (data[si, pk] - data[sj, pk])
+            if alpha[k] < B[k] and g[k] > ngmax:
+                ngmax = g[k]
+                ni = k
         next_i = ni
         next_gmax = ngmax
         it += 1
@@ -1107,8 +1065,6 @@ class KernelProblem:
         alpha = np.array(alpha, dtype=np.float64)
         if np.any(A > alpha) or np.any(alpha > B):
             raise ValueError("starting alpha violates the box constraints")
-        if self.m >= 2**31:  # the solver indexes base points with int32
-            raise ValueError(f"{self.m} base points: at most 2**31 - 1")
         g, b, n_iter, status = _smo_solve(
             self.points, self.sqnorm, self.k0, self.k00, self.has_x0, self.code,
             self.sigma, self.degree, self.coef0, pov, zeta, A, B, alpha,
