@@ -18,9 +18,22 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from tests._data import two_gaussians
+from tests.test_pipeline_sparse import (
+    _best,
+    _models_cfg,
+    _register,
+    _sparse_problem,
+    _split_cfg,
+    _train_cfg,
+)
 from tests.test_tsgsu import su_problem
 
+from _pipeline import params as repo_params
 from weakkernels import FRS3VM, QSGS2AUC, TSGS3VM, TSGSU
+from weakkernels.pipeline.fitting import train
+from weakkernels.pipeline.preparation import prepare
+from weakkernels.pipeline.splitting import make_splits
+from weakkernels.pipeline.timings import strip
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -127,3 +140,30 @@ def test_worker_killed_mid_fit_gives_the_same_model(client):
     # the nanny restarts the killed worker: wait so later tests see two
     client.wait_for_workers(2, timeout=60)
     time.sleep(0.5)
+
+
+def test_train_stage_on_dask_writes_the_local_outputs(client, tmp_path, monkeypatch):
+    """``compute.scheduler: dask``: the ``train`` stage's fits run as tasks on a
+    cluster and its DVC outputs (model files, test scores, the run records
+    without timings) are the local run's, byte for byte. The stage function
+    on a tiny CSR set, not a full ``dvc repro`` (minutes: too slow here)."""
+    tmp = tmp_path
+    raw = _register(monkeypatch, tmp, "tiny_sparse", *_sparse_problem(0.02))
+    prepare(["tiny_sparse"], raw, tmp / "prep", **repo_params()["prepare"])
+    make_splits(["tiny_sparse"], tmp / "prep", tmp / "splits", _split_cfg())
+    runs = {}
+    address = client.scheduler.address
+    for name, compute in (("local", {"scheduler": "local", "address": None}),
+                          ("dask", {"scheduler": "dask", "address": address})):
+        runs[name] = strip(train(
+            [("tsgs3vm", "tiny_sparse")], _best(), tmp / "prep", tmp / "splits",
+            tmp / name / "models", tmp / name / "pred", _train_cfg(), _models_cfg(),
+            log_mlflow=False, compute=compute))
+    for rec in runs["dask"]:
+        rec["model_file"] = rec["model_file"].replace("/dask/", "/local/")
+    assert runs["dask"] == runs["local"]
+    files = sorted(p.relative_to(tmp / "local")
+                   for p in (tmp / "local").rglob("*") if p.is_file())
+    assert files and any(str(f).endswith(".wkm") for f in files)
+    for f in files:
+        assert (tmp / "dask" / f).read_bytes() == (tmp / "local" / f).read_bytes(), f
