@@ -137,7 +137,8 @@ def _chunks(shared, norm, block, local, held=None):
     sub-chunks of :data:`PRIMAL_CHUNK_ROWS` rows: the ``held`` ones, or
     regenerated from the frequencies."""
     if held is not None:
-        yield from held
+        for c0, c1, P in held:
+            yield c0, c1, _aligned(P)
         return
     spec = shared[1]
     W, second = _frequencies(shared)
@@ -145,7 +146,17 @@ def _chunks(shared, norm, block, local, held=None):
     for c0 in range(0, n, PRIMAL_CHUNK_ROWS):
         c1 = min(n, c0 + PRIMAL_CHUNK_ROWS)
         X = as_compute_rows(_take(block, _sub(local, c0, c1)), spec.dtype)
-        yield c0, c1, primal_chunk(X, spec, W, second, norm)
+        yield c0, c1, primal_chunk(_aligned(X), spec, W, second, norm)
+
+
+def _aligned(a):
+    """``a`` in aligned memory. An array that came over the network may sit
+    at any byte offset of its frame, and numpy multiplies unaligned arrays
+    without BLAS: another summation order, other bits (1e-14 in ``P^T g``),
+    and the model would depend on which worker a chunk landed on."""
+    if sp.issparse(a):
+        return a
+    return np.require(a, requirements=["A"])
 
 
 def _hold_task(shared, norm, block, sel):
@@ -156,6 +167,7 @@ def _hold_task(shared, norm, block, sel):
 
 
 def _forward_task(shared, norm, block, sel, held, v32):
+    v32 = _aligned(v32)
     with blas_single_thread():
         parts = [(P @ v32).astype(np.float64)
                  for _, _, P in _chunks(shared, norm, block, sel[0], held)]
@@ -163,6 +175,7 @@ def _forward_task(shared, norm, block, sel, held, v32):
 
 
 def _backward_task(shared, norm, block, sel, held, g32):
+    g32 = _aligned(g32)
     out = np.zeros((shared[2] * shared[1].block_size, g32.shape[1]))
     with blas_single_thread():
         for c0, c1, P in _chunks(shared, norm, block, sel[0], held):
@@ -172,6 +185,7 @@ def _backward_task(shared, norm, block, sel, held, g32):
 
 def _fused_task(shared, norm, block, sel, held, pointwise, v32, shift, s, m, w):
     fn = RowLoss(pointwise, s, m, w)
+    v32, shift = _aligned(v32), _aligned(shift)
     local, rows = sel
     parts = []
     with blas_single_thread():
