@@ -29,9 +29,9 @@ import numpy as np
 from distributed import Client, LocalCluster, wait
 
 from weakkernels._dask import DaskRows
-from weakkernels._dsg import RowLoss
+from weakkernels._dsg import Problem, RowLoss, _PrimalSet
 from weakkernels.pipeline.synthetic import SYNTHETIC, synthetic_rows
-from weakkernels.random_features import FeatureSpec
+from weakkernels.random_features import FeatureSpec, blas_single_thread
 from weakkernels.tsgs3vm import unlabeled_loss, unlabeled_loss_grad
 
 CHUNK_ROWS = 1 << 18
@@ -73,14 +73,40 @@ def cpu_s() -> float:
     return time.process_time()
 
 
-def measure(paths, n_rows: int, n_workers: int, passes: int) -> dict:
+def setup():
+    """D = 1024 seeded Fourier features of 28 inputs and a fixed ``v``."""
     spec = FeatureSpec("rbf", SYNTHETIC["synthetic_hepmass"].teacher_sigma, 2, 1.0,
                        28, 256, 0, np.float32)
     W, second = spec.blocks(0, 4)
     norm = np.float32(1.0 / np.sqrt(4))
     rng = np.random.default_rng(0)
     v32 = (rng.normal(size=(W.shape[1], 1)) * 0.01).astype(np.float32)
-    shift = np.zeros(1)
+    return spec, W, second, norm, v32, np.zeros(1)
+
+
+def measure_local(paths, n_rows: int, passes: int) -> dict:
+    """The same pass in this process, single-threaded, by the in-memory
+    solver's point set with its features regenerated (the reference)."""
+    spec, W, second, norm, v32, shift = setup()
+    X = np.concatenate([np.load(p) for p in paths])
+    ps = _PrimalSet(Problem([(X, None)], 1, None), 0, None, spec, W, second, norm,
+                    False, None)
+    loss = RowLoss(shg, 1, n_rows, 1.0)
+    times, cpus = [], []
+    with blas_single_thread():
+        for _ in range(passes):
+            c, t = time.process_time(), time.perf_counter()
+            value, back, _ = ps.fused(v32, shift, loss)
+            times.append(time.perf_counter() - t)
+            cpus.append(round(time.process_time() - c, 2))
+    return {"rows": n_rows, "workers": "in-process", "pass_s":
+            [round(x, 2) for x in times], "cpu_s_per_pass": cpus,
+            "median_pass_s": round(float(np.median(times)), 2),
+            "value": float(value), "grad_norm": float(np.linalg.norm(back))}
+
+
+def measure(paths, n_rows: int, n_workers: int, passes: int) -> dict:
+    spec, W, second, norm, v32, shift = setup()
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                       memory_limit=0, dashboard_address=None) as cluster, \
             Client(cluster) as client:
@@ -123,11 +149,16 @@ def main():
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--passes", type=int, default=3)
     ap.add_argument("--data", default=None, help="folder for the .npy chunks")
+    ap.add_argument("--in-process", action="store_true",
+                    help="also time the pass in this process (needs n x 28 floats)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(args.data or tmp)
         out.mkdir(parents=True, exist_ok=True)
         paths = write_chunks(args.rows, out)
+        if args.in_process:
+            print(json.dumps(measure_local(paths, args.rows, args.passes)),
+                  flush=True)
         for w in args.workers:
             print(json.dumps(measure(paths, args.rows, w, args.passes)), flush=True)
 
