@@ -164,8 +164,18 @@ class FitPool:
         if compute["address"]:
             self.client = Client(compute["address"])
         else:
-            self._cluster = LocalCluster(threads_per_worker=1, processes=True,
-                                         dashboard_address=None)
+            import dask
+
+            # Dask's nannies pin BLAS/OpenMP to one thread; the local run does
+            # not, and a threaded BLAS rounds differently (Cholesky of the
+            # Nystrom landmarks, the kernel baselines' solves): the workers
+            # get this process's environment, so their fits are the local ones
+            env = {k: v for k, v in
+                   dask.config.get("distributed.nanny.pre-spawn-environ").items()
+                   if not k.endswith("_NUM_THREADS")}
+            with dask.config.set({"distributed.nanny.pre-spawn-environ": env}):
+                self._cluster = LocalCluster(threads_per_worker=1, processes=True,
+                                             dashboard_address=None)
             self.client = Client(self._cluster)
         self._data: dict = {}
 
