@@ -46,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     best = json.loads(Path(args.best).read_text())
     with stage_run(params, args.params, "train", ("train", "models", "data")) as run:
         records = train(pairs, best, args.prepared, args.splits, args.models_dir,
-                        args.predictions, params["train"], params["models"])
+                        args.predictions, params["train"], params["models"],
+                        compute=params["compute"])
     atomic_write_json(args.out, {"runs": strip(records)})
     atomic_write_json(Path(timings) / "train.json",
                       {"parent_run_id": run.info.run_id,

@@ -90,3 +90,17 @@ def test_landmark_count_is_bounded_at_fit_and_load(tmp_path):
     arrays["landmarks"] = np.zeros((NystromSpec.MAX_LANDMARKS + 1, 2), np.float32)
     with pytest.raises(ModelFormatError, match="landmarks"):
         set_expansion_state(TSGS3VM(), meta, arrays)
+
+
+def test_whitening_does_not_depend_on_the_blas_threads():
+    """L^-T is the same bits whatever BLAS thread count the process has: a
+    model file reloaded elsewhere (a Dask worker pins BLAS to one thread)
+    scores as the fitted model did."""
+    from threadpoolctl import threadpool_limits
+
+    Z = np.random.default_rng(0).random((700, 8))
+    with threadpool_limits(limits=2, user_api="blas"):
+        two = NystromSpec("rbf", 1.0, Z)._T
+    with threadpool_limits(limits=1, user_api="blas"):
+        one = NystromSpec("rbf", 1.0, Z)._T
+    np.testing.assert_array_equal(one, two)

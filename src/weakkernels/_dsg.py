@@ -368,7 +368,9 @@ def resolve_sigma(sigma, X) -> float:
         return float(sigma)
     n, d = X.shape
     total = total_sq = 0.0
-    if sp.issparse(X):
+    if hasattr(X, "moments"):  # rows on Dask workers: summed where they are
+        total, total_sq = X.moments()
+    elif sp.issparse(X):
         X = sp.csr_matrix(X)
         if not X.has_canonical_format:
             X = X.copy()
@@ -630,6 +632,46 @@ def _fit_sgd(problem, spec, max_blocks, T, batch_size, step, anneal, seed,
     return Expansion(model, b, T, curve)
 
 
+def primal_chunk(X, spec, W, second, norm) -> np.ndarray:
+    """``psi = features * norm`` of the rows ``X`` (compute dtype): the chunk
+    kernel of :class:`_PrimalSet`, and of the point sets whose chunks live on
+    Dask workers (:mod:`weakkernels._dask`)."""
+    P = spec.features(X, W, second, parallel=False)
+    P *= norm
+    return P
+
+
+def fused_chunk(P, v32, shift, fn, rows):
+    """One chunk of a row-separable loss: ``f = P v + shift``, ``(value, g) =
+    fn(rows, f)``; returns ``(value, P^T g, sum g)`` in float64."""
+    f = (P @ v32).astype(np.float64) + shift
+    value, g = fn(rows, f)
+    return (float(value), (P.T @ g.astype(P.dtype)).astype(np.float64),
+            g.sum(axis=0))
+
+
+def add_in_order(parts):
+    """Element-wise sums of the tuples ``parts``, added in list order (the
+    reduction order never depends on threads or workers)."""
+    total = parts[0]
+    for p in parts[1:]:
+        total = tuple(a + b for a, b in zip(total, p, strict=True))
+    return total
+
+
+class RowLoss:
+    """``fn(rows, f)`` of :meth:`_PrimalSet.fused`: set ``s``'s part of
+    ``problem.pointwise`` with ``m`` rows drawn at annealing weight ``w``. A
+    class, not a lambda, so a point set whose chunks live elsewhere can ship
+    the loss once and only ``(s, m, w)`` per evaluation."""
+
+    def __init__(self, pointwise, s: int, m: int, w: float):
+        self.pointwise, self.s, self.m, self.w = pointwise, s, m, w
+
+    def __call__(self, rows, f):
+        return self.pointwise(self.s, f, rows, self.m, self.w)
+
+
 class _PrimalSet:
     """The features of one point set for the chunked L-BFGS objective.
 
@@ -656,9 +698,7 @@ class _PrimalSet:
         r1 = min(self.m, r0 + PRIMAL_CHUNK_ROWS)
         sel = np.arange(r0, r1) if self.idx is None else self.idx[r0:r1]
         X = self.problem.rows(self.s, sel, self.spec.dtype)
-        P = self.spec.features(X, self.W, self.second, parallel=False)
-        P *= self.norm
-        return P
+        return primal_chunk(X, self.spec, self.W, self.second, self.norm)
 
     def _chunk(self, c: int) -> np.ndarray:
         return self.chunks[c] if self.chunks is not None else self._features(c)
@@ -699,23 +739,14 @@ class _PrimalSet:
         """One pass for a row-separable loss: per chunk, ``f = psi v + shift``,
         ``(value, g) = fn(rows, f)`` and ``psi^T g``; returns the sums over
         the chunks (in chunk order) of value, ``psi^T g`` and ``g``."""
-        g_dtype = self.spec.dtype
-
         def part(c):
             P = self._chunk(c)
             r0 = self.starts[c]
             rows = (np.arange(r0, r0 + P.shape[0]) if self.idx is None
                     else self.idx[r0:r0 + P.shape[0]])
-            f = (P @ v32).astype(np.float64) + shift
-            value, g = fn(rows, f)
-            return (float(value), (P.T @ g.astype(g_dtype)).astype(np.float64),
-                    g.sum(axis=0))
+            return fused_chunk(P, v32, shift, fn, rows)
 
-        parts = self._map(part)
-        value, back, gsum = parts[0]
-        for pv, pb, pg in parts[1:]:
-            value, back, gsum = value + pv, back + pb, gsum + pg
-        return value, back, gsum
+        return add_in_order(self._map(part))
 
     def mean(self) -> np.ndarray:
         """Column means of ``psi`` (D,) in float64 (the balance centre)."""
@@ -782,8 +813,14 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
 
     def get(s):
         if cur["sets"][s] is None:
-            cur["sets"][s] = _PrimalSet(problem, s, cur["idx"][s], spec, W, second,
-                                        norm, cur["cache"], pool)
+            # rows held elsewhere (Dask workers) bring their own point set
+            source, index = problem.sets[s]
+            make = getattr(source, "primal_set", None)
+            cur["sets"][s] = (
+                make(index, cur["idx"][s], spec, W, second, norm, cur["cache"])
+                if make
+                else _PrimalSet(problem, s, cur["idx"][s], spec, W, second, norm,
+                                cur["cache"], pool))
         return cur["sets"][s]
 
     def enter(k):
@@ -815,8 +852,8 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
             if not u:  # an unused set's loss is zero at this weight
                 continue
             ps = get(s)
-            val, back, gs = ps.fused(v32, shift, lambda rows, f, s=s, m=ps.m:
-                                     problem.pointwise(s, f, rows, m, w))
+            val, back, gs = ps.fused(v32, shift,
+                                     RowLoss(problem.pointwise, s, ps.m, w))
             value += val
             gv += back - np.outer(state["mu"], gs)
             gsum += gs

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.multiclass import type_of_target
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 UNLABELED = -1
 
@@ -161,19 +161,22 @@ def validate_semi_supervised(
     With ``accept_sparse``, scipy.sparse input is returned as CSR with sorted
     indices (the layout the numba kernels read); dense input stays dense.
     """
-    _precheck_sparse(X, accept_sparse)
-    X, y = validate_data(
-        estimator,
-        X,
-        y,
-        accept_sparse=_SPARSE_FORMATS if accept_sparse else False,
-        dtype=[np.float64, np.float32] if keep_float32 else np.float64,
-        ensure_all_finite=True,
-        y_numeric=False,
-        reset=True,
-    )
-    X = _canonical_csr(X)
-    check_magnitude(estimator, X)
+    if getattr(X, "row_source", False):
+        X, y = validate_row_source(estimator, X, y)
+    else:
+        _precheck_sparse(X, accept_sparse)
+        X, y = validate_data(
+            estimator,
+            X,
+            y,
+            accept_sparse=_SPARSE_FORMATS if accept_sparse else False,
+            dtype=[np.float64, np.float32] if keep_float32 else np.float64,
+            ensure_all_finite=True,
+            y_numeric=False,
+            reset=True,
+        )
+        X = _canonical_csr(X)
+        check_magnitude(estimator, X)
     y = np.asarray(y)
     if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
         raise ValueError("y contains NaN or infinity.")
@@ -203,6 +206,27 @@ def validate_semi_supervised(
             "estimator needs some)."
         )
     return X, y, labeled, classes
+
+
+def validate_row_source(estimator, X, y):
+    """``validate_data`` for rows held elsewhere (a Dask array's chunks on its
+    workers, :class:`weakkernels._dask.DaskRows`): the values are checked
+    where they are, in one pass (finite, :func:`check_magnitude`'s bound),
+    never gathered; ``y`` is checked as ``validate_data`` would."""
+    finite, peak = X.value_range()
+    if not finite:
+        raise ValueError("Input X contains NaN or infinity.")
+    if X.shape[0] == 0:
+        raise ValueError("Found array with 0 sample(s) (shape=(0, "
+                         f"{X.shape[1]})) while a minimum of 1 is required.")
+    y = column_or_1d(y, warn=True)
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}.")
+    estimator.n_features_in_ = X.shape[1]
+    estimator.__dict__.pop("feature_names_in_", None)
+    # a 1 x 1 sparse stand-in: the bound then reads n_features_in_
+    check_magnitude(estimator, sp.csr_matrix(np.array([[peak]])))
+    return X, y
 
 
 def validate_predict(

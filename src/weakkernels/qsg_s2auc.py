@@ -48,6 +48,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from weakkernels._artifact import ArtifactMixin, register
 from weakkernels._calibration import fit_platt, platt_proba
+from weakkernels._dask import dask_inputs, is_dask_collection, map_rows
 from weakkernels._dsg import (
     DSG_CONSTRAINTS,
     EXPANSION_CONSTRAINTS,
@@ -223,12 +224,16 @@ class _AUCRankerMixin(LabeledScoreMixin):
 
     def predict(self, X):
         """Class labels: ``classes_[1]`` where ``decision_function > 0``."""
+        if is_dask_collection(X):
+            return map_rows(self.predict, X, None)
         f = self.decision_function(X)  # checks fitted before classes_ is read
         return self.classes_[(f > 0).astype(int)]
 
     def predict_proba(self, X):
         """Probabilities by Platt scaling fitted on the labeled training
         points' decision values (the only points with known labels)."""
+        if is_dask_collection(X):
+            return map_rows(self.predict_proba, X, 2)
         p = platt_proba(self.decision_function(X), *self.platt_)
         return np.column_stack([1.0 - p, p])
 
@@ -453,6 +458,7 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
             unlabeled sample. Both classes and at least one unlabeled sample
             are required.
         """
+        X, y = dask_inputs(X, y)  # a dask X: rows stay on the workers
         X, y, labeled, classes = validate_semi_supervised(
             self, X, y, require_unlabeled=False, accept_sparse=True
         )
@@ -540,6 +546,8 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         (Algorithm 2). Larger means more likely positive; AUC-ranked. ``X``
         may be dense or scipy.sparse (CSR, CSC, COO)."""
         check_is_fitted(self)
+        if is_dask_collection(X):
+            return map_rows(self.decision_function, X, None)
         return self._decision(validate_predict(self, X, accept_sparse=True))
 
     def _decision(self, X):

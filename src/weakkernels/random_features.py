@@ -727,14 +727,19 @@ class NystromSpec:
         self.block_size = Z.shape[0]
         self.d = Z.shape[1]
         sq = np.einsum("ij,ij->i", Z, Z)
-        K = np.exp(-self.sigma * np.maximum(sq[:, None] + sq[None, :] - 2 * Z @ Z.T,
-                                            0.0))
-        K[np.diag_indices_from(K)] += self.JITTER
         from scipy.linalg import cholesky, solve_triangular
 
-        L = cholesky(K, lower=True)
-        # T = L^{-T}: phi(x) = k(x, Z) T
-        T = solve_triangular(L, np.eye(L.shape[0]), lower=True).T
+        # one BLAS thread: a threaded Cholesky rounds differently (2e-7 in
+        # L^-T, 2e-3 in the decision values on cod-rna), and a model file
+        # reloaded in a process with another thread count -- a Dask worker --
+        # must give the fitted model's scores
+        with blas_single_thread():
+            K = np.exp(-self.sigma * np.maximum(
+                sq[:, None] + sq[None, :] - 2 * Z @ Z.T, 0.0))
+            K[np.diag_indices_from(K)] += self.JITTER
+            L = cholesky(K, lower=True)
+            # T = L^{-T}: phi(x) = k(x, Z) T
+            T = solve_triangular(L, np.eye(L.shape[0]), lower=True).T
         self._T = np.ascontiguousarray(T, dtype=self.dtype)
         # the distances ||x||^2 + ||z||^2 - 2 x.z in float64: in float32 the
         # cancellation near a landmark, amplified by L^-T (condition up to

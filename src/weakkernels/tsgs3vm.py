@@ -32,6 +32,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from weakkernels._artifact import ArtifactMixin, register
 from weakkernels._calibration import fit_platt, platt_proba
+from weakkernels._dask import dask_inputs, is_dask_collection, map_rows
 from weakkernels._dsg import (
     DSG_CONSTRAINTS,
     EXPANSION_CONSTRAINTS,
@@ -296,6 +297,7 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
             semi-supervised convention). At least two labeled classes and at
             least one unlabeled sample are required.
         """
+        X, y = dask_inputs(X, y)  # a dask X: rows stay on the workers
         X, y, labeled, classes = validate_semi_supervised(
             self, X, y, keep_float32=True, accept_sparse=True
         )
@@ -448,8 +450,14 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
         the seed). Shape (n,) for binary, (n, n_classes) for one-vs-rest.
         ``X`` may be dense or scipy.sparse (CSR, CSC, COO)."""
         check_is_fitted(self)
+        if is_dask_collection(X):
+            return map_rows(self.decision_function, X, self._width())
         X = validate_predict(self, X, keep_float32=True, accept_sparse=True)
         return self._decision(X)
+
+    def _width(self):
+        """Columns of the decision values (None: one value per row)."""
+        return None if self.classes_.size == 2 else self.classes_.size
 
     def _decision(self, X):
         """:meth:`decision_function` on validated rows."""
@@ -457,6 +465,8 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
         return f[:, 0] if f.shape[1] == 1 else f
 
     def predict(self, X):
+        if is_dask_collection(X):
+            return map_rows(self.predict, X, None)
         f = self.decision_function(X)
         if f.ndim == 1:
             return self.classes_[(f > 0).astype(int)]
@@ -465,6 +475,8 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
     def predict_proba(self, X):
         """Class probabilities by Platt scaling fitted on the labeled points;
         one-vs-rest probabilities are normalized to sum to one."""
+        if is_dask_collection(X):
+            return map_rows(self.predict_proba, X, self.classes_.size)
         f = self.decision_function(X)
         f = f[:, None] if f.ndim == 1 else f
         P = np.column_stack(

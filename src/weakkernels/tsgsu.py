@@ -63,6 +63,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from weakkernels._artifact import ArtifactMixin, register
+from weakkernels._dask import dask_inputs, is_dask_collection, map_rows
 from weakkernels._dsg import (
     DSG_CONSTRAINTS,
     EXPANSION_CONSTRAINTS,
@@ -85,6 +86,7 @@ from weakkernels._validation import (
     check_fitted_model,
     check_magnitude,
     validate_predict,
+    validate_row_source,
 )
 from weakkernels.class_prior import estimate_class_prior
 from weakkernels.random_features import (
@@ -334,21 +336,29 @@ class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
             rows (scikit-learn's unlabeled marker). Anything else raises
             ``ValueError`` ("malformed pairs").
         """
-        _precheck_sparse(X, True)  # structure checked before any conversion
-        X, y = validate_data(
-            self, X, y, accept_sparse=_SPARSE_FORMATS, dtype=np.float64,
-            ensure_all_finite=True, y_numeric=False, reset=True,
-        )
-        X = _canonical_csr(X)  # CSR with sorted, duplicate-free indices
-        check_magnitude(self, X)  # squared distances must not overflow
+        X, y = dask_inputs(X, y)  # a dask X: rows stay on the workers
+        on_workers = getattr(X, "row_source", False)
+        if on_workers:
+            X, y = validate_row_source(self, X, y)
+        else:
+            _precheck_sparse(X, True)  # structure checked before any conversion
+            X, y = validate_data(
+                self, X, y, accept_sparse=_SPARSE_FORMATS, dtype=np.float64,
+                ensure_all_finite=True, y_numeric=False, reset=True,
+            )
+            X = _canonical_csr(X)  # CSR with sorted, duplicate-free indices
+            check_magnitude(self, X)  # squared distances must not overflow
         sim, unl = split_su(y)
         self.classes_ = np.array([0, 1])
         seed = seed_from_random_state(self.random_state)
         self.seed_ = seed
         # SUSL and CUU take a number only; TSGSU also "scale".
         self.sigma_ = resolve_sigma(self.sigma, X)
-        XS = X[sim] if sp.issparse(X) else np.ascontiguousarray(X[sim])
-        XU = X[unl] if sp.issparse(X) else np.ascontiguousarray(X[unl])
+        if on_workers:  # views: the sets' rows stay where they are
+            XS, XU = X.take(sim), X.take(unl)
+        else:
+            XS = X[sim] if sp.issparse(X) else np.ascontiguousarray(X[sim])
+            XU = X[unl] if sp.issparse(X) else np.ascontiguousarray(X[unl])
         if isinstance(self.prior, str):  # "auto": paper 002 Sec. 3.3
             est = estimate_class_prior(
                 XS, XU, kernel=getattr(self, "kernel", "rbf"), sigma=self.sigma_,
@@ -394,17 +404,23 @@ class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
         """Decision values ``f(x)``; positive means class 1 (the class whose
         prior is ``prior_``). ``X`` may be dense or scipy.sparse."""
         check_is_fitted(self)
+        if is_dask_collection(X):
+            return map_rows(self.decision_function, X, None)
         X = validate_predict(self, X, accept_sparse=True)
         return self._raw_decision(X)
 
     def predict(self, X):
         """Class 1 (the class of prior ``prior_``) where ``f(x) > 0``, else 0."""
+        if is_dask_collection(X):
+            return map_rows(self.predict, X, None)
         return (self.decision_function(X) > 0).astype(np.int64)
 
     def predict_proba(self, X):
         """``[P(y=0|x), P(y=1|x)]`` by the prior-matched sigmoid (see
         ``_calibrate``): their mean over the unlabeled training points is
         ``[1 - prior_, prior_]``."""
+        if is_dask_collection(X):
+            return map_rows(self.predict_proba, X, 2)
         f = self.decision_function(X)
         A, B = self.calibration_
         p = np.exp(-np.logaddexp(0.0, -(A * f + B)))

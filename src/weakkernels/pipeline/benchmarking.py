@@ -52,7 +52,7 @@ def benchmark(dataset: str, model: str, n_unlabeled: list[int], seeds: list[int]
     train_cfg = {**params["train"], "seeds": seeds, "n_unlabeled": None}
     runs = train(pairs, best, work / "prepared", work / "splits", work / "models",
                  work / "predictions", train_cfg, params["models"],
-                 log_mlflow=log_mlflow)
+                 log_mlflow=log_mlflow, compute=params["compute"])
     per_seed, summary = evaluate(runs, work / "predictions", work / "prepared")
     if log_mlflow:
         log_to_mlflow(per_seed, summary)

@@ -50,7 +50,7 @@ from weakkernels.pipeline.tracking import (
     log_resolved_params,
 )
 
-__all__ = ["train", "train_one", "warmup_rows"]
+__all__ = ["FitPool", "train", "train_one", "warmup_rows"]
 
 
 def warmup_rows(y_fit: np.ndarray, is_su: bool, n: int = 40) -> np.ndarray:
@@ -131,7 +131,93 @@ def train_one(model, X, y, split, n_u, params, fixed, *, seed, callback_every,
 
 
 def train(pairs, best, prepared_dir, splits_dir, models_dir, pred_dir, cfg,
-          models_cfg, *, log_mlflow=True) -> list[dict]:
+          models_cfg, *, log_mlflow=True, compute=None) -> list[dict]:
+    """Every fit of the stage. ``compute`` (``params.yaml`` ``compute``):
+    with ``scheduler: dask`` the fits run as tasks on a Dask cluster
+    (:class:`FitPool`), the model files, scores and MLflow runs are written
+    here, in the local order: the same outputs as a local run."""
+    with FitPool(compute) as pool:
+        if pool.client is not None:  # submit every fit first, then log in order
+            _train(pairs, best, prepared_dir, splits_dir, models_dir, pred_dir,
+                   cfg, models_cfg, log_mlflow=False, pool=pool, plan=True)
+        return _train(pairs, best, prepared_dir, splits_dir, models_dir, pred_dir,
+                      cfg, models_cfg, log_mlflow=log_mlflow, pool=pool)
+
+
+class FitPool:
+    """Where :func:`train_one` runs: here (``scheduler: local``), or as tasks
+    of a ``distributed.Client`` on ``address`` (a ``LocalCluster`` when it is
+    null). A fit is deterministic given its inputs (the seeded estimators
+    add their chunk partials in a fixed order), so where it ran does not
+    change its result."""
+
+    def __init__(self, compute=None):
+        compute = compute or {"scheduler": "local", "address": None}
+        self.client, self._cluster, self._futures = None, None, {}
+        if compute["scheduler"] != "dask":
+            return
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError as exc:
+            raise ImportError("compute.scheduler: dask needs dask and distributed: "
+                              "pip install 'weakkernels[dask]'") from exc
+        if compute["address"]:
+            self.client = Client(compute["address"])
+        else:
+            import dask
+
+            # Dask's nannies pin BLAS/OpenMP to one thread; the local run does
+            # not, and a threaded BLAS rounds differently (Cholesky of the
+            # Nystrom landmarks, the kernel baselines' solves): the workers
+            # get this process's environment, so their fits are the local ones
+            env = {k: v for k, v in
+                   dask.config.get("distributed.nanny.pre-spawn-environ").items()
+                   if not k.endswith("_NUM_THREADS")}
+            with dask.config.set({"distributed.nanny.pre-spawn-environ": env}):
+                self._cluster = LocalCluster(threads_per_worker=1, processes=True,
+                                             dashboard_address=None)
+            self.client = Client(self._cluster)
+        self._data: dict = {}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.client is not None:
+            self.client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+
+    def submit(self, key, X, *args, **kwargs):
+        """Start fit ``key`` on the cluster (``X`` sent once per data set)."""
+        ident = id(X)
+        if ident not in self._data:
+            self._data[ident] = (X, self.client.scatter(X, hash=False))
+        self._futures[key] = self.client.submit(
+            train_one, args[0], self._data[ident][1], *args[1:], pure=False,
+            **kwargs)
+
+    def run(self, key, *args, model_path=None, on_curve=None, **kwargs):
+        """:func:`train_one` here, or the result of its task; the model file
+        is written and the curve reported here in both cases."""
+        if self.client is None:
+            return train_one(*args, model_path=model_path, on_curve=on_curve,
+                             **kwargs)
+        out = self._futures.pop(key).result()
+        est = out["estimator"]
+        if model_path is not None and MODELS[args[0]].ours:
+            Path(model_path).parent.mkdir(parents=True, exist_ok=True)
+            if "callback" in est.get_params(deep=False):
+                est.set_params(callback=None)
+            est.save(model_path)
+        if on_curve is not None:
+            for step, loss, elapsed in out["curve"]:
+                on_curve(int(step), float(loss), float(elapsed))
+        return out
+
+
+def _train(pairs, best, prepared_dir, splits_dir, models_dir, pred_dir, cfg,
+           models_cfg, *, log_mlflow, pool, plan=False) -> list[dict]:
     import mlflow
 
     seeds = [int(s) for s in cfg["seeds"]]
@@ -179,9 +265,15 @@ def train(pairs, best, prepared_dir, splits_dir, models_dir, pred_dir, cfg,
                         context="training", name=dataset,
                         split_name=f"{kind} seeds {','.join(map(str, seeds))}")
                 for seed in seeds:
+                    if plan:
+                        pool.submit((model, dataset, n_u, seed), X, model, y,
+                                    load_split(splits_dir, dataset, kind, seed),
+                                    n_u, params, fixed, seed=seed,
+                                    callback_every=int(cfg["callback_every"]))
+                        continue
                     rec = _train_seed(model, dataset, X, y, kind, splits_dir,
                                       models_dir, pred_dir, n_u, seed, params, fixed,
-                                      cfg, log_mlflow, scaler)
+                                      cfg, log_mlflow, scaler, pool)
                     rec["group_run_id"] = group.info.run_id if group else None
                     records.append(rec)
             finally:
@@ -191,7 +283,8 @@ def train(pairs, best, prepared_dir, splits_dir, models_dir, pred_dir, cfg,
 
 
 def _train_seed(model, dataset, X, y, kind, splits_dir, models_dir, pred_dir, n_u,
-                seed, params, fixed, cfg, log_mlflow, scaler=None) -> dict:
+                seed, params, fixed, cfg, log_mlflow, scaler=None,
+                pool=None) -> dict:
     import mlflow
 
     split = load_split(splits_dir, dataset, kind, seed)
@@ -205,9 +298,10 @@ def _train_seed(model, dataset, X, y, kind, splits_dir, models_dir, pred_dir, n_
                 mlflow.log_metrics({"val_error": loss, "train_time_s": elapsed},
                                    step=step)
 
-        out = train_one(model, X, y, split, n_u, params, fixed, seed=seed,
-                        callback_every=int(cfg["callback_every"]),
-                        model_path=model_path, on_curve=on_curve)
+        out = (pool or FitPool()).run(
+            (model, dataset, n_u, seed), model, X, y, split, n_u, params, fixed,
+            seed=seed, callback_every=int(cfg["callback_every"]),
+            model_path=model_path, on_curve=on_curve)
         # The curve's wall-clock column stays out of the DVC output (see
         # weakkernels.pipeline.timings): iteration and validation loss only.
         save_npz(Path(pred_dir) / f"{tag}.npz", test_idx=out["test_idx"],

@@ -152,6 +152,8 @@ SCHEMA: dict[str, Any] = {
     },
     "evaluate": {"check_reload": T("bool")},
     "mlflow": {"experiment": T("str")},
+    "compute": {"scheduler": T("str", choices=("local", "dask")),
+                "address": T("str", nullable=True)},
 }
 
 # ``scheme://user:password@host``: a password in a URL.

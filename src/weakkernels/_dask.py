@@ -1,0 +1,485 @@
+"""Random-feature estimators on Dask arrays: the chunked L-BFGS objective of
+:mod:`weakkernels._dsg` computed where the rows live.
+
+``fit(X, y)`` with ``X`` a row-chunked ``dask.array.Array`` (dense or
+scipy.sparse chunks) persists ``X`` on the cluster of the current
+``distributed.Client`` and hands the estimator a :class:`DaskRows` in place of
+the array. The solver's point sets on those rows are :class:`DaskPrimalSet`:
+every evaluation of the objective sends the primal weights ``v`` (D x K) to
+one task per Dask chunk; the task regenerates the chunk's features from the
+seeded frequencies (the worker draws them from the spec's seed once per fit,
+never receives them), runs the same chunk kernels as the in-memory solver
+(:func:`weakkernels._dsg.primal_chunk`, :func:`weakkernels._dsg.fused_chunk`)
+over sub-chunks of :data:`weakkernels._dsg.PRIMAL_CHUNK_ROWS` rows, and
+returns a D x K partial sum. The client adds the partials in chunk order, so
+the model depends on the chunking of ``X``, never on the number of workers or
+on which worker ran what; a task lost with its worker is recomputed from the
+graph and gives the same partial.
+
+Importing this module does not import dask: numpy users pay nothing, and a
+dask input without dask installed cannot exist.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import scipy.sparse as sp
+
+from weakkernels._dsg import (
+    PRIMAL_CHUNK_ROWS,
+    RowLoss,
+    add_in_order,
+    fused_chunk,
+    primal_chunk,
+)
+from weakkernels.random_features import as_compute_rows, blas_single_thread
+
+_INSTALL_HINT = "pip install 'weakkernels[dask]'"
+
+
+def is_dask_collection(X) -> bool:
+    """Whether ``X`` is a Dask collection (checked without importing dask)."""
+    return (type(X).__module__.split(".")[0] == "dask"
+            and hasattr(X, "__dask_graph__"))
+
+
+def _client():
+    """The current ``distributed.Client``; a clear error when there is none or
+    when the optional dependencies are missing."""
+    try:
+        from distributed import get_client
+    except ImportError as exc:  # pragma: no cover - dask arrays need dask
+        raise ImportError(
+            f"fitting on a dask array needs dask and distributed: {_INSTALL_HINT}"
+        ) from exc
+    try:
+        return get_client()
+    except ValueError as exc:
+        raise ValueError(
+            "fitting on a dask array needs a distributed.Client: start one "
+            "(Client(address) for a running scheduler, Client(LocalCluster()) "
+            "on this machine) before fit."
+        ) from exc
+
+
+def dask_inputs(X, y):
+    """``fit``'s hook: a dask ``X`` becomes :class:`DaskRows` (its chunks
+    persisted on the workers) and a dask ``y`` a NumPy array (n values: the
+    labels are read on the client); any other input is returned as it is."""
+    if not is_dask_collection(X):
+        return X, y
+    client = _client()
+    rows = DaskRows.persist(X, client)
+    if is_dask_collection(y):
+        y = client.compute(y).result()
+    return rows, np.asarray(y)
+
+
+def map_rows(method, X, width: int | None):
+    """``method`` (decision_function, predict, predict_proba) on a dask
+    ``X``, lazily, chunk by chunk (``map_blocks``): ``width`` None for one
+    value per row, else the number of columns."""
+    X = X.rechunk({1: -1}) if X.numblocks[1] != 1 else X
+    meta_dtype = method(_first_row(X)).dtype
+    if width is None:
+        return X.map_blocks(method, drop_axis=1, dtype=meta_dtype,
+                            meta=np.empty((0,), dtype=meta_dtype))
+    return X.map_blocks(method, chunks=(X.chunks[0], (width,)), dtype=meta_dtype,
+                        meta=np.empty((0, 0), dtype=meta_dtype))
+
+
+def _first_row(X):
+    """One row of ``X`` (its first chunk's), for the output dtype."""
+    row = X[:1].compute()
+    return row if row.shape[0] else np.zeros((1, X.shape[1]))
+
+
+# -- tasks (run on the workers) ------------------------------------------------
+# Frequencies a worker process drew for the fits it serves, by fit token: the
+# spec's seed regenerates them once per fit (nothing D x d travels).
+_FREQUENCIES: dict = {}
+_FREQUENCIES_KEPT = 4
+
+
+def _frequencies(shared):
+    token, spec, n_blocks = shared
+    got = _FREQUENCIES.get(token)
+    if got is None:
+        with blas_single_thread():
+            got = spec.blocks(0, n_blocks)
+        while len(_FREQUENCIES) >= _FREQUENCIES_KEPT:
+            _FREQUENCIES.pop(next(iter(_FREQUENCIES)))
+        _FREQUENCIES[token] = got
+    return got
+
+
+def _take(block, local):
+    """Rows ``local`` (a ``(start, stop)`` pair or an index array) of a chunk."""
+    if isinstance(local, tuple):
+        return block[local[0]:local[1]]
+    return block[local]
+
+
+def _n_rows(local) -> int:
+    return local[1] - local[0] if isinstance(local, tuple) else local.size
+
+
+def _sub(local, c0: int, c1: int):
+    if isinstance(local, tuple):
+        return (local[0] + c0, local[0] + c1)
+    return local[c0:c1]
+
+
+def _chunks(shared, norm, block, local, held=None):
+    """``(c0, c1, psi)`` of the selected rows of one Dask chunk, in
+    sub-chunks of :data:`PRIMAL_CHUNK_ROWS` rows: the ``held`` ones, or
+    regenerated from the frequencies."""
+    if held is not None:
+        for c0, c1, P in held:
+            yield c0, c1, _aligned(P)
+        return
+    spec = shared[1]
+    W, second = _frequencies(shared)
+    n = _n_rows(local)
+    for c0 in range(0, n, PRIMAL_CHUNK_ROWS):
+        c1 = min(n, c0 + PRIMAL_CHUNK_ROWS)
+        X = as_compute_rows(_take(block, _sub(local, c0, c1)), spec.dtype)
+        yield c0, c1, primal_chunk(_aligned(X), spec, W, second, norm)
+
+
+def _aligned(a):
+    """``a`` in aligned memory. An array that came over the network may sit
+    at any byte offset of its frame, and numpy multiplies unaligned arrays
+    without BLAS: another summation order, other bits (1e-14 in ``P^T g``),
+    and the model would depend on which worker a chunk landed on."""
+    if sp.issparse(a):
+        return a
+    return np.require(a, requirements=["A"])
+
+
+def _hold_task(shared, norm, block, sel):
+    """The features of a chunk's selected rows, kept on its worker while the
+    solver is on this level (when the level's features fit the budget)."""
+    with blas_single_thread():
+        return list(_chunks(shared, norm, block, sel[0]))
+
+
+def _forward_task(shared, norm, block, sel, held, v32):
+    v32 = _aligned(v32)
+    with blas_single_thread():
+        parts = [(P @ v32).astype(np.float64)
+                 for _, _, P in _chunks(shared, norm, block, sel[0], held)]
+    return np.concatenate(parts) if parts else np.zeros((0, v32.shape[1]))
+
+
+def _backward_task(shared, norm, block, sel, held, g32):
+    g32 = _aligned(g32)
+    out = np.zeros((shared[2] * shared[1].block_size, g32.shape[1]))
+    with blas_single_thread():
+        for c0, c1, P in _chunks(shared, norm, block, sel[0], held):
+            out = out + (P.T @ g32[c0:c1]).astype(np.float64)
+    return out
+
+
+def _fused_task(shared, norm, block, sel, held, pointwise, v32, shift, s, m, w):
+    fn = RowLoss(pointwise, s, m, w)
+    v32, shift = _aligned(v32), _aligned(shift)
+    local, rows = sel
+    parts = []
+    with blas_single_thread():
+        for c0, c1, P in _chunks(shared, norm, block, local, held):
+            r = (np.arange(rows[0] + c0, rows[0] + c1) if isinstance(rows, tuple)
+                 else rows[c0:c1])
+            parts.append(fused_chunk(P, v32, shift, fn, r))
+    return add_in_order(parts) if parts else None
+
+
+def _mean_task(shared, norm, block, sel, held):
+    out = np.zeros(shared[2] * shared[1].block_size)
+    with blas_single_thread():
+        for _, _, P in _chunks(shared, norm, block, sel[0], held):
+            out = out + P.sum(axis=0, dtype=np.float64)
+    return out
+
+
+def _same(value):
+    """A value as a task, not scattered data: the scheduler can recompute it
+    on another worker when the one holding it dies (a scattered value would
+    be lost with it); the workers fetch it once each."""
+    return value
+
+
+def _selection(block, sel):
+    """A level's selection, placed beside its chunk (``block`` is only a
+    dependency: the scheduler runs this where the chunk is)."""
+    return sel
+
+
+def _value_range(block):
+    """(all finite, max |value|, sum, sum of squares) of one chunk."""
+    values = block.data if sp.issparse(block) else np.asarray(block)
+    if values.size == 0:
+        return True, 0.0, 0.0, 0.0
+    v64 = values.astype(np.float64, copy=False)
+    finite = bool(np.isfinite(v64).all())
+    peak = float(np.abs(v64).max()) if finite else float("inf")
+    return finite, peak, float(v64.sum()), float(np.square(v64).sum())
+
+
+# -- the client side -----------------------------------------------------------
+class DaskRows:
+    """Rows of a row-chunked dask array persisted on the cluster, in the role
+    of ``X`` inside ``fit``.
+
+    ``rows[index]`` (sorted or not, a boolean mask, a slice) gathers those
+    rows to the client as a NumPy array or CSR matrix -- for the few rows
+    ``fit`` reads itself (labeled points, landmarks, calibration samples).
+    ``take(index)`` is a lazy view of rows (a point set of the problem);
+    ``primal_set`` is the point set of the L-BFGS solver
+    (:class:`DaskPrimalSet`), found by :func:`weakkernels._dsg._fit_primal`
+    by this attribute.
+    """
+
+    row_source = True
+
+    def __init__(self, client, blocks, offsets, n_cols, index=None, base=None):
+        self.client = client
+        self.blocks = blocks
+        self.offsets = offsets
+        self.index = index  # sorted global rows of this view; None: all
+        self.base = self if base is None else base
+        n = int(offsets[-1]) if index is None else index.size
+        self.shape = (n, int(n_cols))
+        self.ndim = 2
+        if base is None:
+            self._stats = None
+            self._shared = None  # (W kept alive, future of the frequencies)
+            self._losses = None  # (pointwise kept alive, its future)
+
+    @classmethod
+    def persist(cls, X, client) -> DaskRows:
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D; got a dask array of shape {X.shape}.")
+        if any(np.isnan(c) for c in X.chunks[0]):
+            raise ValueError("X has unknown chunk sizes: call "
+                             "X.compute_chunk_sizes() before fit.")
+        if X.numblocks[1] != 1:
+            X = X.rechunk({1: -1})  # whole rows in each chunk
+        blocks = client.compute(list(X.to_delayed()[:, 0]))
+        offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
+        return cls(client, blocks, offsets, X.shape[1])
+
+    # -- rows ----------------------------------------------------------------
+    def _global(self, sel) -> np.ndarray:
+        """Global row numbers of this view's rows ``sel``."""
+        n = self.shape[0]
+        if isinstance(sel, slice):
+            sel = np.arange(n)[sel]
+        sel = np.asarray(sel)
+        if sel.dtype == bool:
+            sel = np.flatnonzero(sel)
+        sel = sel.astype(np.int64, copy=False)
+        return sel if self.index is None else self.index[sel]
+
+    def take(self, sel) -> DaskRows:
+        """A lazy view of this view's rows ``sel`` (kept sorted)."""
+        rows = np.sort(self._global(sel))
+        return DaskRows(self.client, self.blocks, self.offsets, self.shape[1],
+                        index=rows, base=self.base)
+
+    def _per_block(self, rows):
+        """``(block, local rows, slice of rows)`` for sorted global ``rows``."""
+        which = np.searchsorted(self.offsets, rows, side="right") - 1
+        cuts = np.flatnonzero(np.diff(which)) + 1
+        starts = np.concatenate([[0], cuts]).astype(int)
+        stops = np.concatenate([cuts, [rows.size]]).astype(int)
+        for a, b in zip(starts, stops, strict=True):
+            if a == b:
+                continue
+            blk = int(which[a])
+            local = rows[a:b] - self.offsets[blk]
+            if local[-1] - local[0] + 1 == local.size:  # a contiguous run
+                local = (int(local[0]), int(local[-1]) + 1)
+            yield blk, local, (a, b)
+
+    def __getitem__(self, sel):
+        rows = self._global(sel)
+        order = np.argsort(rows, kind="stable")
+        srt = rows[order]
+        futs = [self.client.submit(_take, self.blocks[blk], local, pure=False)
+                for blk, local, _ in self._per_block(srt)]
+        parts = self.client.gather(futs)
+        if not parts:
+            return np.zeros((0, self.shape[1]))
+        if sp.issparse(parts[0]):
+            out = sp.vstack(parts, format="csr")
+        else:
+            out = np.concatenate([np.asarray(p) for p in parts])
+        if np.any(order != np.arange(order.size)):
+            inverse = np.empty_like(order)
+            inverse[order] = np.arange(order.size)
+            out = out[inverse]
+        return out
+
+    def __array__(self, dtype=None, copy=None):
+        out = self[slice(None)]
+        out = out.toarray() if sp.issparse(out) else out
+        return out if dtype is None else out.astype(dtype)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    # -- one pass of checks --------------------------------------------------
+    def _base_stats(self):
+        base = self.base
+        if base._stats is None:
+            futs = [self.client.submit(_value_range, b, pure=False)
+                    for b in base.blocks]
+            base._stats = self.client.gather(futs)
+        return base._stats
+
+    def _view_stats(self):
+        if self.index is None:
+            return self._base_stats()
+        futs = [self.client.submit(_value_range_of, self.blocks[blk], local,
+                                   pure=False)
+                for blk, local, _ in self._per_block(self.index)]
+        return self.client.gather(futs)
+
+    def value_range(self) -> tuple[bool, float]:
+        """(every value finite, the largest magnitude) over this view's rows,
+        computed on the workers."""
+        stats = self._view_stats()
+        return (all(s[0] for s in stats),
+                max((s[1] for s in stats), default=0.0))
+
+    def moments(self) -> tuple[float, float]:
+        """Sum and sum of squares of every stored value (chunk order), as
+        :func:`weakkernels._dsg.resolve_sigma` needs them."""
+        total = total_sq = 0.0
+        for s in self._view_stats():
+            total += s[2]
+            total_sq += s[3]
+        return total, total_sq
+
+    # -- the solver's point sets ---------------------------------------------
+    def _frequency_future(self, spec, W, n_blocks):
+        base = self.base
+        if base._shared is None or base._shared[0] is not W:
+            token = uuid.uuid4().hex
+            fut = self.client.submit(_same, (token, spec, int(n_blocks)),
+                                     pure=False)
+            base._shared = (W, fut)
+        return base._shared[1]
+
+    def _loss_future(self, pointwise):
+        base = self.base
+        if base._losses is None or base._losses[0] is not pointwise:
+            fut = self.client.submit(_same, pointwise, pure=False)
+            base._losses = (pointwise, fut)
+        return base._losses[1]
+
+    def primal_set(self, index, idx, spec, W, second, norm,
+                   hold=False) -> DaskPrimalSet:
+        """The point set of rows ``index[idx]`` of this view (the solver's
+        ``(source, index)`` set at a level with sample ``idx``); ``hold``:
+        its features are computed once and kept on the workers (the
+        in-memory solver's rule: the level's n x D matrix fits
+        :func:`weakkernels._dsg.primal_cache_bytes`)."""
+        n_blocks = W.shape[-1] // spec.block_size
+        return DaskPrimalSet(self, index, idx,
+                             self._frequency_future(spec, W, n_blocks), norm,
+                             W.shape[-1], hold)
+
+
+def _value_range_of(block, local):
+    return _value_range(_take(block, local))
+
+
+class DaskPrimalSet:
+    """:class:`weakkernels._dsg._PrimalSet`'s interface (``m``, ``forward``,
+    ``backward``, ``fused``, ``mean``) over rows held by Dask workers: one task
+    per Dask chunk holding rows of the set, partial sums added in chunk order.
+    """
+
+    def __init__(self, rows: DaskRows, index, idx, shared, norm, n_features,
+                 hold=False):
+        pos = np.arange(rows.shape[0]) if index is None else np.asarray(index)
+        if idx is not None:
+            pos = pos[idx]
+        self.m = int(pos.size)
+        glob = rows._global(pos)
+        if glob.size > 1 and np.any(np.diff(glob) < 0):
+            raise ValueError("a point set's rows must be sorted")
+        self.rows, self.shared, self.norm = rows, shared, norm
+        self.D = int(n_features)
+        client = rows.client
+        self.parts = []  # (block, selection, held features or None, (p0, p1))
+        for blk, local, (a, b) in rows._per_block(glob):
+            # the set's own row numbers (what the pointwise loss indexes)
+            set_rows = (a, b) if idx is None else np.asarray(idx[a:b])
+            block = rows.blocks[blk]
+            sel = client.submit(_selection, block, (local, set_rows), pure=False)
+            held = (client.submit(_hold_task, shared, norm, block, sel, pure=False)
+                    if hold else None)
+            self.parts.append((block, sel, held, (a, b)))
+
+    def _run(self, fn, *args, per_part=None):
+        client = self.rows.client
+        futs = [client.submit(fn, self.shared, self.norm, block, sel, held,
+                              *(per_part(span) if per_part else ()), *args,
+                              pure=False)
+                for block, sel, held, span in self.parts]
+        return gather_or_raise(client, futs)
+
+    def forward(self, v32: np.ndarray) -> np.ndarray:
+        """``psi v`` (m, K) in float64."""
+        if not self.parts:
+            return np.zeros((0, v32.shape[1]))
+        return np.concatenate(self._run(_forward_task, v32))
+
+    def backward(self, g: np.ndarray) -> np.ndarray:
+        """``psi^T g`` (D, K) in float64, chunk partials added in order."""
+        g32 = g.astype(self.norm.dtype)  # norm is in the compute dtype
+        parts = self._run(_backward_task,
+                          per_part=lambda span: (g32[span[0]:span[1]],))
+        return sum_in_order(parts, (self.D, g.shape[1]))
+
+    def fused(self, v32, shift, fn):
+        """One pass of a row-separable loss (see ``_PrimalSet.fused``): the
+        loss ``fn.pointwise`` goes to the workers once per fit, ``(s, m, w)``
+        with every evaluation."""
+        loss = self.rows._loss_future(fn.pointwise)
+        parts = [p for p in self._run(_fused_task, loss, v32, shift, fn.s, fn.m,
+                                      fn.w) if p is not None]
+        if not parts:  # an empty set adds nothing
+            return 0.0, np.zeros(v32.shape), np.zeros(v32.shape[1])
+        return add_in_order(parts)
+
+    def mean(self) -> np.ndarray:
+        """Column means of ``psi`` (D,) in float64."""
+        return sum_in_order(self._run(_mean_task), (self.D,)) / max(self.m, 1)
+
+
+def sum_in_order(parts, shape):
+    """``sum(parts)`` added in list order (zeros of ``shape`` if empty)."""
+    return add_in_order([(p,) for p in parts])[0] if parts else np.zeros(shape)
+
+
+def gather_or_raise(client, futs):
+    """``client.gather`` that turns a chunk task the cluster gave up on (its
+    workers died ``distributed.scheduler.allowed-failures`` times) into an
+    error naming the cause; a task lost with one worker is recomputed by the
+    scheduler and returns the same partial sum."""
+    from distributed import KilledWorker
+
+    try:
+        return client.gather(futs)
+    except KilledWorker as exc:
+        raise RuntimeError(
+            "a chunk of the objective failed on every Dask worker that ran it "
+            f"({exc}); the fit stopped without a model rather than continue "
+            "without that chunk."
+        ) from exc

@@ -1,0 +1,172 @@
+"""The random-feature estimators on dask arrays: the chunked L-BFGS objective
+computed on Dask workers (weakkernels._dask) gives the in-memory model.
+
+One LocalCluster of two worker processes serves the module. The dask path
+adds the chunk partials grouped by Dask chunk, the in-memory solver in
+2048-row chunks: the rounding differs by ~1e-16 per evaluation. In float32
+with the default tolerance that moves where L-BFGS stops (up to ~5e-4
+relative on a 700-row set), so the comparisons run in float64 for a fixed
+number of iterations (both paths take the same steps) and allow 1e-6
+relative on the decision values. Between dask runs (1 or 2 workers, a worker
+killed) the models are compared bit for bit.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from tests._data import two_gaussians
+from tests.test_pipeline_sparse import (
+    _best,
+    _models_cfg,
+    _register,
+    _sparse_problem,
+    _split_cfg,
+    _train_cfg,
+)
+from tests.test_tsgsu import su_problem
+
+from _pipeline import params as repo_params
+from weakkernels import FRS3VM, QSGS2AUC, TSGS3VM, TSGSU
+from weakkernels.pipeline.fitting import train
+from weakkernels.pipeline.preparation import prepare
+from weakkernels.pipeline.splitting import make_splits
+from weakkernels.pipeline.timings import strip
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+CHUNK = 230  # rows per Dask chunk: uneven, several chunks per set
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
+                                  processes=True, dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as c:
+            yield c
+
+
+def _semi(seed=0):
+    X, y, _ = two_gaussians(n=700, d=6, n_labeled=40, seed=seed)
+    return np.maximum(X, 0.0), y  # half the entries zero: a sparse-able X
+
+
+def _su(seed=0):
+    X, y, _, _ = su_problem(n_pairs=150, n_u=400, n_test=10, seed=seed)
+    return np.maximum(X, 0.0), y
+
+
+# float64 and a fixed iteration count (the tolerance is not reached): both
+# paths take the same L-BFGS steps, apart from rounding far below float32's
+_OPT = {"tol": 1e-12, "max_iter": 30, "dtype": "float64", "random_state": 0}
+ESTIMATORS = {
+    "TSGS3VM-nystroem": (lambda: TSGS3VM(**_OPT), _semi),
+    "TSGS3VM-fourier": (lambda: TSGS3VM(features="fourier", max_features=128,
+                                        **_OPT), _semi),
+    "FRS3VM": (lambda: FRS3VM(n_components=128, **_OPT), _semi),
+    "TSGSU": (lambda: TSGSU(prior=0.7, sigma=0.5, max_features=128, **_OPT), _su),
+    "QSGS2AUC": (lambda: QSGS2AUC(max_features=128, **_OPT), _semi),
+}
+
+
+def _dask(X, y, sparse):
+    Xd = da.from_array(X, chunks=(CHUNK, -1))
+    if sparse:
+        Xd = Xd.map_blocks(sp.csr_matrix, dtype=X.dtype,
+                           meta=sp.csr_matrix((0, 0), dtype=X.dtype))
+    return Xd, da.from_array(y, chunks=CHUNK)
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+@pytest.mark.parametrize("name", list(ESTIMATORS))
+def test_dask_fit_is_the_in_memory_fit(client, name, sparse):
+    make, data = ESTIMATORS[name]
+    X, y = data()
+    ref = make().fit(sp.csr_matrix(X) if sparse else X, y)
+    Xd, yd = _dask(X, y, sparse)
+    est = make().fit(Xd, yd)
+    assert est.n_features_in_ == X.shape[1]
+    f_ref, f = ref.decision_function(X), est.decision_function(X)
+    np.testing.assert_allclose(f, f_ref, rtol=0, atol=1e-6 * np.abs(f_ref).max())
+    # prediction on a dask array stays lazy and equals the NumPy one
+    lazy = est.decision_function(Xd)
+    assert isinstance(lazy, da.Array)
+    np.testing.assert_allclose(lazy.compute(), f, rtol=1e-12)
+    np.testing.assert_array_equal(est.predict(Xd).compute(), est.predict(X))
+    np.testing.assert_allclose(est.predict_proba(Xd).compute(),
+                               est.predict_proba(X), rtol=1e-12)
+
+
+def test_dask_fit_does_not_depend_on_the_workers(client):
+    """Partials are added in chunk order: one worker or two, the same bits."""
+    X, y = _semi(seed=3)
+    Xd, yd = _dask(X, y, False)
+    make = ESTIMATORS["TSGS3VM-fourier"][0]
+    two = make().fit(Xd, yd)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1,
+                                  processes=True, dashboard_address=None) as one_cl:
+        with distributed.Client(one_cl) as one_client, one_client.as_current():
+            one = make().fit(Xd, yd)
+            assert len(one_client.scheduler_info()["workers"]) == 1
+    np.testing.assert_array_equal(one.coef_, two.coef_)
+    np.testing.assert_array_equal(one.intercept_, two.intercept_)
+
+
+def test_worker_killed_mid_fit_gives_the_same_model(client):
+    """A worker killed between two annealing stages loses its chunks, held
+    features and selections; the scheduler recomputes them on the other
+    worker (and the restarted one) from the graph, and the model is the one
+    of an undisturbed fit, bit for bit -- never a model without the chunk."""
+    X, y = _semi(seed=5)
+    Xd, yd = _dask(X, y, False)
+    make = ESTIMATORS["TSGS3VM-fourier"][0]
+    ref = make().fit(Xd, yd)
+    pids = client.run(os.getpid)
+    killed = []
+
+    def kill_once(est, n_iter):
+        if not killed:
+            pid = pids[sorted(pids)[0]]
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    est = make().set_params(callback=kill_once).fit(Xd, yd)
+    assert killed
+    np.testing.assert_array_equal(est.coef_, ref.coef_)
+    np.testing.assert_array_equal(est.intercept_, ref.intercept_)
+    # the nanny restarts the killed worker: wait so later tests see two
+    client.wait_for_workers(2, timeout=60)
+    time.sleep(0.5)
+
+
+def test_train_stage_on_dask_writes_the_local_outputs(client, tmp_path, monkeypatch):
+    """``compute.scheduler: dask``: the ``train`` stage's fits run as tasks on a
+    cluster and its DVC outputs (model files, test scores, the run records
+    without timings) are the local run's, byte for byte. The stage function
+    on a tiny CSR set, not a full ``dvc repro`` (minutes: too slow here)."""
+    tmp = tmp_path
+    raw = _register(monkeypatch, tmp, "tiny_sparse", *_sparse_problem(0.02))
+    prepare(["tiny_sparse"], raw, tmp / "prep", **repo_params()["prepare"])
+    make_splits(["tiny_sparse"], tmp / "prep", tmp / "splits", _split_cfg())
+    runs = {}
+    address = client.scheduler.address
+    for name, compute in (("local", {"scheduler": "local", "address": None}),
+                          ("dask", {"scheduler": "dask", "address": address})):
+        runs[name] = strip(train(
+            [("tsgs3vm", "tiny_sparse")], _best(), tmp / "prep", tmp / "splits",
+            tmp / name / "models", tmp / name / "pred", _train_cfg(), _models_cfg(),
+            log_mlflow=False, compute=compute))
+    for rec in runs["dask"]:
+        rec["model_file"] = rec["model_file"].replace("/dask/", "/local/")
+    assert runs["dask"] == runs["local"]
+    files = sorted(p.relative_to(tmp / "local")
+                   for p in (tmp / "local").rglob("*") if p.is_file())
+    assert files and any(str(f).endswith(".wkm") for f in files)
+    for f in files:
+        assert (tmp / "dask" / f).read_bytes() == (tmp / "local" / f).read_bytes(), f
