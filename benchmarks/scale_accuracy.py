@@ -53,8 +53,8 @@ appended; ``rev`` is the git revision that ran it), logs every fit as a
 nested run of the MLflow experiment ``benchmark-scale_accuracy`` (the store of
 :mod:`weakkernels.pipeline.tracking`; ``--no-mlflow`` to skip), and prints a
 markdown table of the medians. ``--plot`` draws error vs L and error vs U per
-method (medians over seeds) from the CSV, for one revision (``--rev``,
-default: the newest in the file).
+method (medians over seeds) from the CSV, for the revisions named by
+``--rev`` (comma-separated; default: the newest in the file).
 """
 
 from __future__ import annotations
@@ -330,7 +330,7 @@ def plot(dataset: str, rev: str | None) -> int:
     df = pd.read_csv(OUT / f"{dataset}.csv", dtype={"rev": str})
     if "rev" in df and df["rev"].notna().any():
         rev = rev or df["rev"].dropna().iloc[-1]
-        df = df[df["rev"] == rev]
+        df = df[df["rev"].isin(rev.split(","))]
     med = df.groupby(["method", "L", "U"], as_index=False)["error"].median()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for m, g in med.groupby("method"):
@@ -367,7 +367,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-mlflow", action="store_true")
     ap.add_argument("--plot", metavar="DATASET", default=None,
                     help="draw the figures of DATASET from its CSV and exit")
-    ap.add_argument("--rev", default=None, help="--plot: the revision to draw")
+    ap.add_argument("--rev", default=None,
+                    help="--plot: the revision(s) to draw, comma-separated")
     a = ap.parse_args(argv)
     if a.plot:
         return plot(a.plot, a.rev)
