@@ -37,6 +37,22 @@ def test_sparse_rows_give_the_dense_features():
                                spec.features(X, W, sq), rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_decision_folds_the_whitening_into_the_coefficients(dtype):
+    """decision(X) = k(X, Z) (L^-T coef) equals phi(X) coef, the naive
+    product (to rounding of the compute dtype)."""
+    rng = np.random.default_rng(2)
+    Z = rng.normal(size=(50, 5))
+    X = rng.normal(size=(70, 5))
+    spec = NystromSpec("rbf", 0.3, Z, dtype)
+    coefT = rng.normal(size=(3, 50))
+    P = spec.features(X, *spec.blocks(0, 1)).astype(np.float64)
+    ref = P @ coefT.T
+    got = spec.decision(X, coefT, 1)
+    tol = 1e-10 if dtype == np.float64 else 1e-4
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * np.abs(ref).max())
+
+
 @pytest.mark.parametrize("cls", [TSGS3VM, FRS3VM])
 def test_fit_save_load_and_landmarks(cls, tmp_path):
     rng = np.random.default_rng(2)

@@ -769,6 +769,11 @@ class NystromSpec:
         """``phi(X)`` (n, m) in the compute dtype: ``k(X, Z) L^{-T}``, the
         kernel values in float64, the whitening product in the compute
         dtype."""
+        return self._kernel(X, W, second, parallel) @ self._T
+
+    def _kernel(self, X, W, second, parallel: bool | None = None) -> np.ndarray:
+        """``k(X, Z)`` (n, m): computed in float64, returned in the compute
+        dtype."""
         X = as_compute_rows(X, np.float64)
         if sp.issparse(X):
             G = csr_project(X, np.asarray(W, dtype=np.float64), parallel=parallel)
@@ -782,7 +787,7 @@ class NystromSpec:
         np.maximum(G, 0.0, out=G)
         G *= -self.sigma
         np.exp(G, out=G)
-        return G.astype(self.dtype) @ self._T
+        return G.astype(self.dtype)
 
     def accumulate(self, X, W, second, coefT, scale, out, buf=None) -> None:
         """``out += scale * phi(X) @ coefT.T`` (float64)."""
@@ -791,14 +796,19 @@ class NystromSpec:
 
     def decision(self, X, coefT: np.ndarray, n_blocks: int,
                  blocks_per_chunk: int | None = None) -> np.ndarray:
-        """``f(X) = phi(X) coef`` in row chunks (n, K) float64."""
+        """``f(X) = phi(X) coef = k(X, Z) (L^{-T} coef)`` in row chunks (n, K)
+        float64. The whitening is folded into the coefficients once (m x K,
+        in float64): a row costs m (d + K), not the m^2 of ``phi(x)``."""
         out = np.zeros((X.shape[0], coefT.shape[0]), dtype=np.float64)
-        coef = np.ascontiguousarray(coefT.T, dtype=self.dtype)
+        with blas_single_thread():
+            alpha = np.ascontiguousarray(
+                (self._T.astype(np.float64) @ coefT.T.astype(np.float64))
+                .astype(self.dtype))
         rows = max(1, _GEMM_ELEMS // max(self.block_size, 1))
         with blas_single_thread():
             for r0 in range(0, X.shape[0], rows):
-                P = self.features(X[r0:r0 + rows], self._W, self._sq)
-                out[r0:r0 + rows] = P @ coef
+                G = self._kernel(X[r0:r0 + rows], self._W, self._sq)
+                out[r0:r0 + rows] = G @ alpha
         return out
 
     def to_dict(self) -> dict:
