@@ -60,6 +60,7 @@ method (medians over seeds) from the CSV, for the revisions named by
 from __future__ import annotations
 
 import argparse
+import copy
 import csv
 import os
 import subprocess
@@ -211,8 +212,6 @@ def fits(method, a, sigma, seed, L, XL, yl, XU, Xv, yv):
         if tuned and (best is None or val < best[0]):
             # ties go to the smaller C* (the grid ascends): no unlabeled
             # weight that the validation rows do not pay for
-            import copy
-
             best = (val, copy.deepcopy(est), cpu, est.C_star_)
     if tuned:
         yield method, best[1], best[2], best[3], best[0]
