@@ -18,8 +18,8 @@ from weakkernels.pipeline.storage import save_npz
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Runs the tune stage in a child process whose third SVC fit kills the process
-# (os._exit: no cleanup, like SIGKILL or a power cut), mid-trial.
+# Runs the tune stage in a child process whose ``die_at``-th SVC fit kills the
+# process (os._exit: no cleanup, like SIGKILL or a power cut), mid-trial.
 CHILD = textwrap.dedent("""
     import json, os, sys
     import sklearn.svm
@@ -30,7 +30,7 @@ CHILD = textwrap.dedent("""
 
     def dying_fit(self, *a, **k):
         calls[0] += 1
-        if calls[0] == 3:
+        if calls[0] == {die_at}:
             os._exit(3)
         return orig(self, *a, **k)
 
@@ -50,6 +50,15 @@ def _toy(tmp: Path) -> None:
     save_npz(tmp / "splits" / "toy" / "ssl_seed0.npz", **sp)
 
 
+def _die_in_tune(tmp: Path, cfg: dict, *, die_at: int) -> None:
+    code = CHILD.format(cfg=json.dumps(cfg), prep=str(tmp / "prep"),
+                        splits=str(tmp / "splits"), root=str(tmp), die_at=die_at)
+    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 3, proc.stderr[-2000:]
+
+
 @pytest.mark.parametrize("backend", ["sqlite", "journal"])
 def test_interrupted_tune_resumes_without_losing_or_repeating(tmp_path, backend,
                                                               monkeypatch):
@@ -63,13 +72,7 @@ def test_interrupted_tune_resumes_without_losing_or_repeating(tmp_path, backend,
     # cv_folds=0: one fit per trial, so the third SVC fit is trial 2.
     cfg = tune_cfg(n_trials=5, n_startup_trials=3, sampler_seed=7, split_seed=0,
                    storage=storage, cv_folds=0)
-    code = CHILD.format(pipelines=str(ROOT / "pipelines"), cfg=json.dumps(cfg),
-                        prep=str(tmp_path / "prep"), splits=str(tmp_path / "splits"),
-                        root=str(tmp_path))
-    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 3, proc.stderr[-2000:]
+    _die_in_tune(tmp_path, cfg, die_at=3)
 
     from weakkernels.pipeline.search import study_name
     from weakkernels.pipeline.tuning import _storage_object
@@ -232,3 +235,73 @@ def test_study_identity_includes_n_trials(tmp_path, monkeypatch):
     assert two["n_complete"] + two["n_pruned"] == 2
     assert {k: two[k] for k in ("params", "val_loss", "study")} == \
         {k: clean[k] for k in ("params", "val_loss", "study")}
+
+
+def test_first_trial_is_the_default_and_is_rerun_when_killed(tmp_path, monkeypatch):
+    """``tune.start_with_defaults``: trial 0 is the model's defaults (C = 1,
+    sigma = 1/(d Var X) for SVC); a kill inside it leaves it FAIL, the resumed
+    study queues it again, and the finished trials are those of an
+    uninterrupted run, in the same order."""
+    import optuna
+    from optuna.trial import TrialState
+
+    from weakkernels.pipeline.registry import start_params
+    from weakkernels.pipeline.search import study_name, tune
+    from weakkernels.pipeline.tuning import _storage_object
+
+    monkeypatch.delenv("WK_OPTUNA_STORAGE", raising=False)
+    _toy(tmp_path)
+    cfg = tune_cfg(n_trials=3, n_startup_trials=2, sampler_seed=7, split_seed=0,
+                   storage=f"sqlite:///{tmp_path}/optuna.db", cv_folds=0,
+                   start_with_defaults=True)
+    start = start_params("svc")
+    assert start == {"C": 1.0, "sigma_rel": 1.0}
+    _die_in_tune(tmp_path, cfg, die_at=1)
+    name = study_name("svc", "toy", tmp_path / "splits/toy/ssl_seed0.npz", {}, {},
+                      cfg, 60)
+    killed = optuna.load_study(study_name=name, storage=_storage_object(cfg["storage"]))
+    assert [t.state for t in killed.trials] == [TrialState.RUNNING]
+    assert killed.trials[0].params == start
+
+    tune([("svc", "toy")], tmp_path / "prep", tmp_path / "splits", cfg,
+         {"fixed": {}}, root=tmp_path, log_mlflow=False)
+    resumed = optuna.load_study(study_name=name,
+                                storage=_storage_object(cfg["storage"]))
+    assert resumed.trials[0].state == TrialState.FAIL
+    finished = [t for t in resumed.trials if t.state == TrialState.COMPLETE]
+    assert finished[0].params == start and len(finished) == 3
+
+    cfg_u = {**cfg, "storage": f"sqlite:///{tmp_path}/uninterrupted.db"}
+    tune([("svc", "toy")], tmp_path / "prep", tmp_path / "splits", cfg_u,
+         {"fixed": {}}, root=tmp_path, log_mlflow=False)
+    plain = optuna.load_study(study_name=name,
+                              storage=_storage_object(cfg_u["storage"]))
+    assert [(t.params, t.value) for t in plain.trials] == \
+        [(t.params, t.value) for t in finished]
+
+    # Off: trial 0 is the sampler's draw, and the study is a different one.
+    cfg_off = {**cfg, "start_with_defaults": False,
+               "storage": f"sqlite:///{tmp_path}/off.db"}
+    tune([("svc", "toy")], tmp_path / "prep", tmp_path / "splits", cfg_off,
+         {"fixed": {}}, root=tmp_path, log_mlflow=False)
+    name_off = study_name("svc", "toy", tmp_path / "splits/toy/ssl_seed0.npz", {}, {},
+                          cfg_off, 60)
+    assert name_off != name
+    off = optuna.load_study(study_name=name_off,
+                            storage=_storage_object(cfg_off["storage"]))
+    assert off.trials[0].params != start
+
+
+def test_start_params_respect_overrides_and_ranges():
+    from weakkernels.pipeline.registry import start_params
+
+    # the paper's rules and the constructor defaults of the class
+    assert start_params("cccp_tsvm") == {"C": 1.0, "c_star_scale": 1.0, "s": -0.3,
+                                         "sigma_rel": 1.0}
+    assert start_params("label_spreading") == {"n_neighbors": 7, "alpha": 0.2}
+    # a fixed value is not a trial parameter; a default outside an overridden
+    # range is left to the sampler
+    assert start_params("svc", {"C": 5.0}) == {"sigma_rel": 1.0}
+    assert start_params("svc", {"C": [10, 100]}) == {"sigma_rel": 1.0}
+    # TSGS3VM's eta0 default (1.0) is outside tsgs3vm_sgd's searched range
+    assert "eta0" not in start_params("tsgs3vm_sgd")

@@ -131,6 +131,7 @@ SCHEMA: dict[str, Any] = {
     "tune": {
         "n_trials": INT1,
         "n_startup_trials": INT0,
+        "start_with_defaults": T("bool"),
         "sampler_seed": INT0,
         "split_seed": INT0,
         "n_unlabeled": T("int", nullable=True, min=1),

@@ -43,6 +43,7 @@ from weakkernels.pipeline.registry import (
     check_fixed_vs_searched,
     objective,
     scores,
+    start_params,
     suggest,
 )
 from weakkernels.pipeline.splits import eval_labels, resolve, stratified_folds
@@ -51,6 +52,7 @@ from weakkernels.pipeline.storage import canonical_hash, sha256_file
 from weakkernels.pipeline.tracking import log_dataset_input, log_resolved_params
 from weakkernels.pipeline.tuning import (
     claim_trial,
+    enqueue_start,
     mask_url,
     open_study,
     resolve_storage,
@@ -253,6 +255,7 @@ def study_name(model, dataset, split_file, fixed, overrides, cfg, n_unlabeled) -
                                         MODELS[model].space.items()},
         "overrides": overrides or {}, "n_unlabeled": n_unlabeled,
         "tune": {k: v for k, v in cfg.items() if k not in _NOT_IN_IDENTITY},
+        "start": start_params(model, overrides) if cfg["start_with_defaults"] else {},
         # Trials run with other estimator code must not be mixed into this study.
         "code": estimator_code_hash(),
     })
@@ -316,6 +319,8 @@ def _run_study(name, storage, model, dataset, X, y, split, n_u, fixed, overrides
         fail_stale_running=bool(cfg["fail_stale_running"]),
     )
     remaining = max(0, int(cfg["n_trials"]) - n_done)
+    if remaining and cfg["start_with_defaults"]:
+        enqueue_start(study, start_params(model, overrides))
     if log_mlflow and cfg["fail_stale_running"]:
         kill_stale_runs(name, storage, study)  # runs a killed attempt left
     run = mlflow.start_run(run_name=f"tune {model} / {dataset}", nested=True) \

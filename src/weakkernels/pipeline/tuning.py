@@ -46,6 +46,7 @@ __all__ = [
     "DeterministicTPESampler",
     "StudyLocked",
     "claim_trial",
+    "enqueue_start",
     "is_server_storage",
     "mask_url",
     "open_study",
@@ -175,6 +176,31 @@ class DeterministicTPESampler(optuna.samplers.TPESampler):
         self._rng.rng.seed(s)
         self._random_sampler._rng.rng.seed(s)
         super().before_trial(study, trial)
+
+
+def enqueue_start(study, params: dict) -> bool:
+    """Queue ``params`` as the next trial unless a trial that is finished,
+    running or waiting already carries them; return whether it was queued.
+
+    A start trial killed mid-run is left FAIL by :func:`open_study`, so the
+    resumed study queues it again: its proposals depend only on the finished
+    trials (:class:`DeterministicTPESampler`), and an interrupted study runs
+    the same configurations as an uninterrupted one."""
+    from optuna.trial import TrialState
+
+    if not params:
+        return False
+    live = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING,
+            TrialState.WAITING)
+    for t in study.get_trials(deepcopy=False, states=live):
+        if t.state == TrialState.WAITING:
+            queued = t.system_attrs.get("fixed_params", {})
+        else:
+            queued = t.params
+        if all(queued.get(k) == v for k, v in params.items()):
+            return False
+    study.enqueue_trial(params)
+    return True
 
 
 class StudyLocked(RuntimeError):
