@@ -51,6 +51,11 @@ def test_decision_folds_the_whitening_into_the_coefficients(dtype):
     got = spec.decision(X, coefT, 1)
     tol = 1e-10 if dtype == np.float64 else 1e-4
     np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * np.abs(ref).max())
+    # the expansion's accumulate (out += scale phi(X) coef) folds the same way
+    out = np.ones_like(ref)
+    spec.accumulate(X, *spec.blocks(0, 1), coefT, 0.5, out)
+    np.testing.assert_allclose(out, 1.0 + 0.5 * ref, rtol=tol,
+                               atol=tol * np.abs(ref).max())
 
 
 @pytest.mark.parametrize("cls", [TSGS3VM, FRS3VM])

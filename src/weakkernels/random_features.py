@@ -789,23 +789,27 @@ class NystromSpec:
         np.exp(G, out=G)
         return G.astype(self.dtype)
 
+    def _fold(self, coefT: np.ndarray) -> np.ndarray:
+        """``L^{-T} coef`` (m, K) in the compute dtype, the product in float64:
+        ``phi(X) coef = k(X, Z) (L^{-T} coef)``, so a row costs m (d + K), not
+        the m^2 of ``phi(x)``."""
+        return np.ascontiguousarray(
+            (self._T.astype(np.float64) @ coefT.T.astype(np.float64))
+            .astype(self.dtype))
+
     def accumulate(self, X, W, second, coefT, scale, out, buf=None) -> None:
-        """``out += scale * phi(X) @ coefT.T`` (float64)."""
-        P = self.features(X, W, second)
-        out += scale * (P.astype(np.float64) @ coefT.T.astype(np.float64))
+        """``out += scale * phi(X) @ coefT.T`` (float64), with the whitening
+        folded into the coefficients (:meth:`_fold`)."""
+        out += scale * (self._kernel(X, W, second) @ self._fold(coefT))
 
     def decision(self, X, coefT: np.ndarray, n_blocks: int,
                  blocks_per_chunk: int | None = None) -> np.ndarray:
         """``f(X) = phi(X) coef = k(X, Z) (L^{-T} coef)`` in row chunks (n, K)
-        float64. The whitening is folded into the coefficients once (m x K,
-        in float64): a row costs m (d + K), not the m^2 of ``phi(x)``."""
+        float64, the whitening folded into the coefficients once."""
         out = np.zeros((X.shape[0], coefT.shape[0]), dtype=np.float64)
-        with blas_single_thread():
-            alpha = np.ascontiguousarray(
-                (self._T.astype(np.float64) @ coefT.T.astype(np.float64))
-                .astype(self.dtype))
         rows = max(1, _GEMM_ELEMS // max(self.block_size, 1))
         with blas_single_thread():
+            alpha = self._fold(coefT)
             for r0 in range(0, X.shape[0], rows):
                 G = self._kernel(X[r0:r0 + rows], self._W, self._sq)
                 out[r0:r0 + rows] = G @ alpha
