@@ -33,6 +33,10 @@ Methods (``--methods``, comma-separated):
   ``_sq`` ``loss="squared_hinge"``, ``_sm`` ``loss="smooth_hinge"``, ``_rff``
   / ``_ny`` ``features="fourier"`` / ``"nystroem"`` (e.g.
   ``tsgs3vm_rff_sq_c0``);
+* ``cccp``: ``CCCPTSVM(C, sigma)`` (paper 004's exact-kernel CCCP-TSVM,
+  estimator defaults: s = -0.3, C* = C n_l / n_u) on the same rows; the
+  suffixes ``_c0``, ``_c01``, ``_s01`` (s = -0.1, Table 1.5's setting) and
+  ``_tuned`` apply (e.g. ``cccp_s01_tuned``);
 * ``_tuned`` (e.g. ``tsgs3vm_tuned``): C* chosen on the validation rows
   among ``{0, 0.1, 1} x C n_l / n_u`` (paper 004 chooses C* on a labeled
   validation set; the grid holds 0, the model's own supervised machine).
@@ -137,15 +141,20 @@ def make(method: str, C: float, sigma: float, seed: int):
     from sklearn.pipeline import make_pipeline
     from sklearn.svm import SVC, LinearSVC
 
-    from weakkernels import FRS3VM, TSGS3VM
+    from weakkernels import CCCPTSVM, FRS3VM, TSGS3VM
 
     if method == "svc":
         return SVC(C=C, gamma=sigma), False, False
     if method == "nystroem":
         return make_pipeline(Nystroem(gamma=sigma, n_components=2000,
                                       random_state=seed), LinearSVC(C=C)), False, False
-    kw = {"C": C, "sigma": sigma, "random_state": seed}
-    cls = FRS3VM if method.startswith("frs3vm") else TSGS3VM
+    head = method.split("_")[0]
+    cls = {"tsgs3vm": TSGS3VM, "frs3vm": FRS3VM, "cccp": CCCPTSVM}.get(head)
+    if cls is None:
+        raise SystemExit(f"unknown method {method!r}")
+    kw = {"C": C, "sigma": sigma}
+    if cls is not CCCPTSVM:  # the exact kernel machine has no seed
+        kw["random_state"] = seed
     tuned = False
     for token in method.split("_")[1:]:
         if token == "c0":
@@ -154,6 +163,8 @@ def make(method: str, C: float, sigma: float, seed: int):
             kw["C_star"] = 0.1
         elif token == "tuned":
             tuned = True
+        elif token == "s01" and cls is CCCPTSVM:
+            kw["s"] = -0.1
         elif token in ("sq", "sm"):
             kw["loss"] = "squared_hinge" if token == "sq" else "smooth_hinge"
         elif token in ("rff", "ny"):

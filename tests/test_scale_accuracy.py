@@ -54,3 +54,25 @@ def test_table_flags_a_model_at_chance():
     assert "**at chance**" in sa.table([row])
     row[6] = "0.2"
     assert "**at chance**" not in sa.table([row])
+
+
+def test_cccp_rows_share_the_grid_and_the_split():
+    """The exact-kernel CCCP-TSVM runs on the same rows with the same C* grid
+    (its ``_s01`` token is Table 1.5's s = -0.1); an unknown name is refused."""
+    X, y_semi, y = two_gaussians(n=200, d=4, n_labeled=20, seed=2)
+    lab = np.flatnonzero(y_semi >= 0)
+    unl = np.flatnonzero(y_semi < 0)
+    val, unl = unl[:50], unl[50:]
+    out = list(sa.fits("cccp_s01_tuned", _args(), 0.5, 0, lab.size, X[lab],
+                       y[lab], X[unl], X[val], y[val]))
+    assert [o[0] for o in out] == ["cccp_s01_c0", "cccp_s01", "cccp_s01_tuned"]
+    rule = 10.0 * lab.size / unl.size
+    assert out[0][3] == 0.0 and np.isclose(out[1][3], rule)
+    assert all(o[1].s == -0.1 and o[1].sigma == 0.5 for o in out)
+    assert out[2][4] <= min(out[0][4], out[1][4])
+    try:
+        sa.make("cccpx", 10.0, 0.5, 0)
+    except SystemExit as exc:
+        assert "unknown method" in str(exc)
+    else:
+        raise AssertionError("an unknown method name was accepted")
