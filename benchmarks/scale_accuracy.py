@@ -31,8 +31,9 @@ Methods (``--methods``, comma-separated):
   defaults; suffixes change one setting each: ``_c0`` ``C_star=0`` (its own
   supervised machine), ``_c01`` a tenth of paper 004's ``C n_l / n_u``,
   ``_sq`` ``loss="squared_hinge"``, ``_sm`` ``loss="smooth_hinge"``, ``_rff``
-  / ``_ny`` ``features="fourier"`` / ``"nystroem"`` (e.g.
-  ``tsgs3vm_rff_sq_c0``);
+  / ``_ny`` ``features="fourier"`` / ``"nystroem"``, ``_ushg`` / ``_uramp``
+  ``unlabeled_loss="shg"`` / ``"ramp"`` (the default is ``"da"``), ``_mean``
+  ``balance="mean"`` (Eq. 1.13 as printed) (e.g. ``tsgs3vm_rff_sq_c0``);
 * ``cccp``: ``CCCPTSVM(C, sigma)`` (paper 004's exact-kernel CCCP-TSVM,
   estimator defaults: s = -0.3, C* = C n_l / n_u) on the same rows; the
   suffixes ``_c0``, ``_c01``, ``_s01`` (s = -0.1, Table 1.5's setting) and
@@ -167,6 +168,10 @@ def make(method: str, C: float, sigma: float, seed: int):
             kw["s"] = -0.1
         elif token in ("sq", "sm"):
             kw["loss"] = "squared_hinge" if token == "sq" else "smooth_hinge"
+        elif token in ("ushg", "uramp") and cls is not CCCPTSVM:
+            kw["unlabeled_loss"] = token[1:]
+        elif token == "mean" and cls is not CCCPTSVM:
+            kw["balance"] = "mean"
         elif token in ("rff", "ny"):
             kw["features"] = "fourier" if token == "rff" else "nystroem"
         else:

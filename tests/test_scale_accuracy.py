@@ -47,6 +47,9 @@ def test_single_setting_methods():
     (name, _, _, cstar, verr), = sa.fits("svc", _args(), 0.5, 0, lab.size,
                                          X[lab], y[lab], X[unl], None, None)
     assert name == "svc" and cstar == "" and verr == ""
+    est = sa.make("frs3vm_ushg_mean_sq", 10.0, 0.5, 0)[0]
+    assert (est.unlabeled_loss, est.balance, est.loss) == ("shg", "mean",
+                                                           "squared_hinge")
 
 
 def test_table_flags_a_model_at_chance():
