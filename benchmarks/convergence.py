@@ -1,10 +1,10 @@
-"""Why does TSGS3VM not reach the exact SVM? Convergence measurements (issue 11).
+"""Why does TSGS3VM not reach the exact SVM? Convergence measurements.
 
 TSGS3VM (paper 000 Algorithm 1) is doubly stochastic functional gradient descent
 on ``R(f) = 1/2 ||f||^2 + C mean_L hinge + C* mean_U u`` with the update
 ``f <- (1 - gamma_t) f - gamma_t (stochastic loss gradient)`` and a fresh block of
 random Fourier features per step. This script measures how far its iterates are
-from the exact optimum and which of the suspects of issue 11 explain the gap.
+from the exact optimum and which of the suspected causes explain the gap.
 
 Objective. With the unlabeled loss off (``C_star=0, balance="none", anneal=0``) the
 problem is the convex bias-free SVM

@@ -1,4 +1,4 @@
-"""Objective gap against iterations and seconds for the final defaults (issue 11).
+"""Objective gap against iterations and seconds for the final defaults.
 
 Supervised part only (``C_star=0``, ``balance="none"``): the objective is then
 the kernel SVM's, ``1/2 ||f||^2 + C sum_L l(y f(x))`` with the default labeled

@@ -1,4 +1,4 @@
-"""g50c under paper 004's protocol (Table 1.3), side by side (issue 11).
+"""g50c under paper 004's protocol (Table 1.3), side by side.
 
 Paper 004 (Collobert et al., Table 1.3, the methodology of Chapelle & Zien
 2005) reports, per method, the best *test* error over a grid of its
@@ -20,7 +20,7 @@ Eq. (1.13) on outputs clipped to the margin, "mean" the constraint as printed,
 "none" leaves the bias free). Choosing on the test
 set is the paper's protocol, not a model-selection method: the figures are
 upper bounds on what tuning can reach, comparable with Table 1.3 only.
-Issue 11's target: TSGS3VM <= 5.0 % mean error.
+Target: TSGS3VM <= 5.0 % mean error.
 
     .venv/bin/python benchmarks/g50c_paper004.py [--out DIR]
 

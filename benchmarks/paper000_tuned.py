@@ -1,6 +1,6 @@
 """Paper 000's sizes through our own pipeline: Optuna-tuned, n_u up to 20 000.
 
-Issue 11 asks for the paper 000 protocol (200 labeled, C* rule, n_u = 20 000 on
+The target: the paper 000 protocol (200 labeled, C* rule, n_u = 20 000 on
 cod-rna, ijcnn1 and w8a) with hyper-parameters tuned by *our* Optuna stage on a
 validation split. This runs the DVC pipeline itself, unchanged, in a separate
 git worktree whose params.yaml differs from the default in four places:

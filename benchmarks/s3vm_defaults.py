@@ -1,9 +1,9 @@
-"""How the defaults of TSGS3VM's L-BFGS solver were chosen (issue 11).
+"""How the defaults of TSGS3VM's L-BFGS solver were chosen.
 
 Every variant below differs from ``TSGS3VM(C=C)`` (all else default) in one
 setting, side by side with SVC on the labeled points and CCCP-TSVM (exact
 kernel, C* = C n_l / n_u) on the same splits, same C, sigma = 1 / (d Var X)
-for all. The splits are *not* those the pipeline or the issue's targets report
+for all. The splits are *not* those the pipeline or the targets report
 (cod-rna / ijcnn1 seeds 10-12, or ``--seeds``; g50c official splits 6-10), so
 the choice is not made on the reported test sets.
 
@@ -84,7 +84,7 @@ def splits(name, seeds=(10, 11, 12)):
 
 
 def g50c_targets():
-    """Issue 11's g50c targets, official splits, every other parameter at its
+    """The g50c targets, official splits, every other parameter at its
     default: (a) best of the a-priori grid sigma in {0.5, 1, 2} x scale, C in
     {0.1, 1, 10} on splits 1-5; (b) paper 004's protocol, the same grid on all
     10 splits, the best grid point's mean error (hyper-parameters on test, as
@@ -131,7 +131,7 @@ def main(argv=None):
     ap.add_argument("--variants", nargs="+", choices=list(VARIANTS),
                     default=list(VARIANTS), help="TSGS3VM variants to run")
     ap.add_argument("--g50c-targets", action="store_true",
-                    help="only the g50c grid targets of issue 11 (g50c_targets)")
+                    help="only the g50c grid targets (g50c_targets)")
     args = ap.parse_args(argv)
     print("command:", " ".join([Path(sys.argv[0]).name] + sys.argv[1:]))
     if args.g50c_targets:

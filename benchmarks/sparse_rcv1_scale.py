@@ -1,6 +1,6 @@
 """TSGS3VM on **synthetic RCV1-shaped** sparse data: one pass, peak RSS <= 2 GB.
 
-Issue 16's scale target. Data: :func:`weakkernels.pipeline.synthetic.
+The scale target. Data: :func:`weakkernels.pipeline.synthetic.
 make_rcv1_like` -- RCV1's *shape* (47 000 term columns, density 0.16 %,
 unit-norm tf-idf rows); the content is synthetic (Zipf terms, a sparse
 linear-plus-quadratic teacher), **not RCV1**. ``--n-train`` rows are the

@@ -1,6 +1,6 @@
 """CCCP-TSVM on sparse text: SSL-book set 9 "Text" against UniverSVM and SVMlight.
 
-Issue 16, exact-kernel side. Side by side in one run, on the official
+The exact-kernel side. Side by side in one run, on the official
 100-labeled splits of Chapelle, Schölkopf & Zien's "Text" (1 500 documents x
 11 960 terms, 0.44 % nonzero, rows of unit L2 norm; ``../shared/data/raw/
 sslbook/data9.mat.xz``, MANIFEST.md):

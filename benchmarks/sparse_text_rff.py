@@ -1,5 +1,5 @@
 """TSGS3VM and FRS3VM on SSL-book "Text" (sparse CSR), beside the CCCP-TSVM
-rows of ``sparse_text.py`` (issue 16): the same splits (all 12 official
+rows of ``sparse_text.py``: the same splits (all 12 official
 100-labeled ones), kernel (RBF, sigma = g = 0.1), C = 10 and both C* settings,
 transductive error on the 1 400 unlabeled points; in-process fit times, the
 median of 3 fits after a warm-up fit (numba's cache loading off the clock).

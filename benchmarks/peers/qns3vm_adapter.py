@@ -30,8 +30,9 @@ are each method's own) exactly when::
     C* = lamU / (2 lam U)         ->  lamU = 2 lam U C* = C* U / (C L)
 
 With paper 004's ``C* = C L / U`` (the rows' ``$cstar_LU``) this gives
-``lamU = 1``, the package's default. The adapter before issue 13 used
-``lam = 1 / (2 C)`` -- the mapping for ``C`` on the *mean* labeled loss -- so
+``lamU = 1``, the package's default. Before the peers were re-measured with C
+on the sum, the adapter used ``lam = 1 / (2 C)`` -- the mapping for ``C`` on the
+*mean* labeled loss -- so
 QN-S3VM was regularised ``L`` times more strongly than the rows beside it
 (g50c-like set, 50 labeled, C = 10: 15.6 % error against 6.0 % with
 ``lam = 1 / (2 C L)``). The package anneals ``lamU`` through

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Build the two sparse-native transductive-SVM peers of benchmarks/sparse_text.py
-# (issue 16) into benchmarks/peers/build/ (gitignored):
+# into benchmarks/peers/build/ (gitignored):
 #
 #   UNIVERSVM_GIT_DIR=/path/to/UniverSVM.git sh benchmarks/peers/setup_sparse_peers.sh
 #

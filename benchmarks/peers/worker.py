@@ -31,8 +31,8 @@ write the result JSON.  Measured:
   validation error or AUC)`` through ``callback(est, n_iter)`` where the
   estimator offers it.
 
-What the parameters mean (issue 13)
------------------------------------
+What the parameters mean
+------------------------
 ``C`` is on the *sum* of the labeled losses for every classification row
 (scikit-learn's convention: ``SVC(C)``, ``CCCPTSVM``, ``TSGS3VM``, ``FRS3VM``),
 and ``C_star`` on the sum of the unlabeled ones; every S3VM row passes
@@ -43,8 +43,9 @@ adapters, each with its derivation in its docstring and a numeric check in
 
 * QN-S3VM (``qns3vm_adapter.qns3vm_parameters``): its objective is on *means*,
   ``lam = 1 / (2 C L)`` and ``lamU = C* U / (C L)`` (``lamU = 1`` at
-  ``C* = C L / U``). Before issue 13 the adapter used ``lam = 1 / (2 C)``:
-  QN-S3VM was regularised ``L`` times more strongly than its neighbours.
+  ``C* = C L / U``). Before the peers were re-measured with C on the sum, the
+  adapter used ``lam = 1 / (2 C)``: QN-S3VM was regularised ``L`` times more
+  strongly than its neighbours.
 * pywsl PNU: no exact mapping exists (Euclidean penalty on basis
   coefficients, squared loss on prior-weighted means); ``lam`` is the peer's
   own and the row names it (see ``pywsl_adapter``).
