@@ -98,7 +98,9 @@ def build_project(tmp: Path, *, models: list[str] | None = None,
     shutil.copy(ROOT / ".dvcignore", tmp / ".dvcignore")  # __pycache__ of the copy
     if not repro:
         return {"root": tmp, "params": params, "env": env}
-    proc = _run([sys.executable, "-m", "dvc", "repro"], tmp, env)
+    # A hang guard, not a speed check: `make test` runs one test file per core
+    # (pytest-xdist), so this repro of every model shares the machine.
+    proc = _run([sys.executable, "-m", "dvc", "repro"], tmp, env, timeout=1800)
     return {"root": tmp, "params": params, "env": env, "log": proc.stdout,
             "stderr": proc.stderr}
 

@@ -49,7 +49,7 @@ def _tiny(params: dict) -> None:
     params["train"].update(seeds=[1, 2], log_pyfunc=False, callback_every=64)
 
 
-def _dvc(root: Path, env: dict, *args: str, timeout: float = 600,
+def _dvc(root: Path, env: dict, *args: str, timeout: float = 1800,
          check: bool = True) -> subprocess.CompletedProcess:
     proc = subprocess.run([sys.executable, "-m", "dvc", *args], cwd=root, env=env,
                           capture_output=True, text=True, timeout=timeout)
@@ -72,7 +72,7 @@ def _log(root: Path, log: str) -> str:
     return (root.parent / f"{root.name}.{log}.log").read_text()
 
 
-def _wait_for(cond, proc: subprocess.Popen, what: str, timeout: float = 300):
+def _wait_for(cond, proc: subprocess.Popen, what: str, timeout: float = 900):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if cond():
