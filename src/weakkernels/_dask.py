@@ -286,6 +286,7 @@ class DaskRows:
         self.ndim = 2
         if base is None:
             self._stats = None
+            self._where = None  # chunk key -> the workers holding it
             self._shared = None  # (W kept alive, future of the frequencies)
             self._losses = None  # (pointwise kept alive, its future)
 
@@ -339,7 +340,8 @@ class DaskRows:
         rows = self._global(sel)
         order = np.argsort(rows, kind="stable")
         srt = rows[order]
-        futs = [self.client.submit(_rows_task, self.blocks[blk], local, pure=False)
+        futs = [self.client.submit(_rows_task, self.blocks[blk], local, pure=False,
+                                   **self.beside(self.blocks[blk]))
                 for blk, local, _ in self._per_block(srt)]
         parts = self.client.gather(futs)
         if not parts:
@@ -362,11 +364,29 @@ class DaskRows:
     def __len__(self) -> int:
         return self.shape[0]
 
+    def beside(self, block, refresh=False) -> dict:
+        """``submit`` keywords that run a task on the worker holding
+        ``block`` (any other worker if that one is gone). Left to itself the
+        scheduler may run it on an idle worker and copy the chunk there: the
+        chunk would then cost memory on both (a memory-mapped one is read
+        whole to be sent, and arrives as an in-memory copy)."""
+        from distributed import wait
+
+        base = self.base
+        if refresh or getattr(base, "_where", None) is None:
+            wait(base.blocks)  # where a chunk is known once it is computed
+            base._where = {k: sorted(v) for k, v in
+                           self.client.who_has(base.blocks).items()}
+        held_by = base._where.get(block.key)
+        return ({"workers": held_by[:1], "allow_other_workers": True}
+                if held_by else {})
+
     # -- one pass of checks --------------------------------------------------
     def _base_stats(self):
         base = self.base
         if base._stats is None:
-            futs = [self.client.submit(_value_range, b, pure=False)
+            futs = [self.client.submit(_value_range, b, pure=False,
+                                       **self.beside(b, refresh=True))
                     for b in base.blocks]
             base._stats = self.client.gather(futs)
         return base._stats
@@ -375,7 +395,7 @@ class DaskRows:
         if self.index is None:
             return self._base_stats()
         futs = [self.client.submit(_value_range_of, self.blocks[blk], local,
-                                   pure=False)
+                                   pure=False, **self.beside(self.blocks[blk]))
                 for blk, local, _ in self._per_block(self.index)]
         return self.client.gather(futs)
 
@@ -468,7 +488,8 @@ class DaskPrimalSet:
             # the set's own row numbers (what the pointwise loss indexes)
             set_rows = (a, b) if idx is None else np.asarray(idx[a:b])
             block = rows.blocks[blk]
-            sel = client.submit(_selection, block, (local, set_rows), pure=False)
+            sel = client.submit(_selection, block, (local, set_rows), pure=False,
+                                **rows.beside(block, refresh=not self.parts))
             self.parts.append((block, sel, None, (a, b)))
         if hold:
             self.hold()
@@ -478,7 +499,8 @@ class DaskPrimalSet:
         the chunk's worker."""
         client = self.rows.client
         self.parts = [(block, sel, client.submit(_hold_task, self.shared, self.norm,
-                                                 block, sel, pure=False), span)
+                                                 block, sel, pure=False,
+                                                 **self.rows.beside(block)), span)
                       for block, sel, _, span in self.parts]
 
     def worker_bytes(self, itemsize: int) -> int:
@@ -495,7 +517,7 @@ class DaskPrimalSet:
         client = self.rows.client
         futs = [client.submit(fn, self.shared, self.norm, block, sel, held,
                               *(per_part(span) if per_part else ()), *args,
-                              pure=False)
+                              pure=False, **self.rows.beside(block))
                 for block, sel, held, span in self.parts]
         return gather_or_raise(client, futs)
 
