@@ -335,59 +335,79 @@ def run_budgeted(cmd: list[str], env: dict, time_s: float, rss_mb: float):
     return status, time.perf_counter() - t0, peak, " | ".join(tail)[:400]
 
 
-def run_cell(proto, ds, n_u, seed, methods, skip, log) -> list[dict]:
+def cell_jobs(proto, ds, n_u, seed, methods, skip) -> list[tuple[dict, dict | None]]:
+    """The rows of one cell (data set x n_u x seed) and, for each method to
+    run, its job: the split (built here: seeded, scaled on the training
+    points), the worker's job description, the interpreter and the budget."""
     arrays, info = make_split(proto, ds, n_u, seed)
     Xtr = arrays["X_train"]
     ctx = context(proto, info, Xtr.shape[0],
                   kernel_width(proto.get("sigma", "median"), Xtr))
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="wk-bench-") as tmp:
-        data = Path(tmp) / "split.npz"
-        np.savez(data, **arrays)
-        for i, m in enumerate(methods):
-            row = {"protocol": proto["name"], "dataset": ds["name"], "seed": seed,
-                   "method": m["name"], "impl": m["method"],
-                   "n_unlabeled": info["n_unlabeled"], **{
-                       k: v for k, v in info.items() if k != "n_unlabeled"}}
-            budget = {**proto["budget"], **m.get("budget", {})}
-            row["budget_time_s"], row["budget_rss_mb"] = (
-                budget["time_s"], budget["rss_mb"])
-            limit = m.get("max_n_unlabeled")
-            if limit is not None and info["n_unlabeled"] > limit:
-                row["status"] = f"not run (n_u > {limit}: {m.get('why', 'budget')})"
-            elif m["name"] in skip:
-                row["status"] = skip[m["name"]]
+    out = []
+    for m in methods:
+        row = {"protocol": proto["name"], "dataset": ds["name"], "seed": seed,
+               "method": m["name"], "impl": m["method"],
+               "n_unlabeled": info["n_unlabeled"], **{
+                   k: v for k, v in info.items() if k != "n_unlabeled"}}
+        budget = {**proto["budget"], **m.get("budget", {})}
+        row["budget_time_s"], row["budget_rss_mb"] = (
+            budget["time_s"], budget["rss_mb"])
+        limit = m.get("max_n_unlabeled")
+        job = None
+        if limit is not None and info["n_unlabeled"] > limit:
+            row["status"] = f"not run (n_u > {limit}: {m.get('why', 'budget')})"
+        elif m["name"] in skip:
+            row["status"] = skip[m["name"]]
+        else:
+            params = resolve_params(m.get("params", {}), ctx)
+            row["params"] = params
+            py, why = peer_python(m.get("venv", "main"))
+            if py is None:
+                row["status"] = why
             else:
-                params = resolve_params(m.get("params", {}), ctx)
-                row["params"] = params
-                py, why = peer_python(m.get("venv", "main"))
-                if py is None:
-                    row["status"] = why
-                else:
-                    out = Path(tmp) / f"method{i}.json"  # names may hold "/"
-                    job = {"data": str(data), "method": m["method"], "seed": seed,
-                           "params": params, "task": proto["task"], "out": str(out),
-                           "callback_every": m.get("callback_every")}
-                    jf = Path(tmp) / f"method{i}.job.json"
-                    jf.write_text(json.dumps(job))
-                    env = {**os.environ, **ONE_THREAD,
-                           "PYTHONPATH": str(HERE / "peers")}
-                    env.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".numba_cache"))
-                    status, wall, peak, tail = run_budgeted(
-                        [py, str(WORKER), str(jf)], env, budget["time_s"],
-                        budget["rss_mb"])
-                    row["wall_s"], row["polled_peak_rss_mb"] = wall, peak
-                    # the estimators may change while a long run goes on
-                    row["finished_utc"], row["src_sha"] = _now(), _src_sha()
-                    if status != "done":
-                        row["status"] = status
-                    elif out.exists():
-                        row.update(json.loads(out.read_text()))
-                    else:
-                        row["status"] = "crashed"
-                        row["error"] = tail
-            rows.append(row)
-            log(_row_line(row, proto["task"]))
+                job = {"arrays": arrays, "python": py, "budget": budget,
+                       "job": {"method": m["method"], "seed": seed,
+                               "params": params, "task": proto["task"],
+                               "callback_every": m.get("callback_every")}}
+        out.append((row, job))
+    return out
+
+
+def run_job(job: dict) -> dict:
+    """One method on one split in its budgeted subprocess
+    (``benchmarks/peers/worker.py``), in a temporary folder of its own: here,
+    or as a task on a Dask worker (which must see this checkout's path)."""
+    with tempfile.TemporaryDirectory(prefix="wk-bench-") as tmp:
+        data, out = Path(tmp) / "split.npz", Path(tmp) / "method.json"
+        np.savez(data, **job["arrays"])
+        jf = Path(tmp) / "method.job.json"
+        jf.write_text(json.dumps({**job["job"], "data": str(data), "out": str(out)}))
+        env = {**os.environ, **ONE_THREAD, "PYTHONPATH": str(HERE / "peers")}
+        env.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".numba_cache"))
+        status, wall, peak, tail = run_budgeted(
+            [job["python"], str(WORKER), str(jf)], env, job["budget"]["time_s"],
+            job["budget"]["rss_mb"])
+        res = {"wall_s": wall, "polled_peak_rss_mb": peak,
+               # the estimators may change while a long run goes on
+               "finished_utc": _now(), "src_sha": _src_sha()}
+        if status != "done":
+            res["status"] = status
+        elif out.exists():
+            res.update(json.loads(out.read_text()))
+        else:
+            res["status"] = "crashed"
+            res["error"] = tail
+    return res
+
+
+def run_cell(proto, ds, n_u, seed, methods, skip, log) -> list[dict]:
+    """One cell, its methods one after the other in this process."""
+    rows = []
+    for row, job in cell_jobs(proto, ds, n_u, seed, methods, skip):
+        if job is not None:
+            row.update(run_job(job))
+        rows.append(row)
+        log(_row_line(row, proto["task"]))
     return rows
 
 
@@ -402,7 +422,12 @@ def _row_line(r, task):
 
 
 def run_protocol(proto: dict, log=print, methods_filter=None,
-                 datasets_filter=None, n_unlabeled=None) -> list[dict]:
+                 datasets_filter=None, n_unlabeled=None, pool=None) -> list[dict]:
+    """Every cell of the protocol. With a Dask ``pool``
+    (:class:`weakkernels.pipeline.fitting.FitPool`) the jobs of one data set
+    x n_u (every seed and method) run as tasks at once; the rows are the
+    local run's, in its order (a method out of budget on one seed is
+    recorded as skipped on the later ones, its task's result dropped)."""
     methods = [m for m in proto["methods"]
                if not methods_filter or m["name"] in methods_filter]
     rows = []
@@ -412,8 +437,12 @@ def run_protocol(proto: dict, log=print, methods_filter=None,
         skip: dict[str, str] = {}
         sizes = ds.get("n_unlabeled", proto.get("n_unlabeled", [None]))
         for n_u in sizes if n_unlabeled is None else n_unlabeled:
-            for seed in proto["seeds"]:
-                cell = run_cell(proto, ds, n_u, seed, methods, skip, log)
+            if pool is None or pool.client is None:
+                cells = ((seed, run_cell(proto, ds, n_u, seed, methods, skip, log))
+                         for seed in proto["seeds"])
+            else:
+                cells = _run_wave(proto, ds, n_u, methods, skip, log, pool)
+            for _, cell in cells:
                 rows += cell
                 # Out of budget once: not run again on later seeds or larger n_u
                 # of this data set (recorded as skipped, with the reason).
@@ -423,6 +452,34 @@ def run_protocol(proto: dict, log=print, methods_filter=None,
                                              f"n_u={r['n_unlabeled']}, seed "
                                              f"{r['seed']})")
     return rows
+
+
+def _run_wave(proto, ds, n_u, methods, skip, log, pool):
+    """The cells of every seed at one n_u, their jobs submitted to ``pool``
+    first, then read in the local order (yields ``(seed, rows)``)."""
+    if __name__ != "__main__":  # the workers cannot import this script
+        import cloudpickle
+
+        cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    waves = [(seed, cell_jobs(proto, ds, n_u, seed, methods, skip))
+             for seed in proto["seeds"]]
+    for seed, jobs in waves:
+        for row, job in jobs:
+            if job is not None:
+                pool.submit_call((seed, row["method"]), run_job, job)
+    for seed, jobs in waves:
+        rows = []
+        for row, job in jobs:
+            if job is not None:
+                res = pool.result((seed, row["method"]))
+                if row["method"] in skip:  # out of budget on an earlier seed
+                    row.pop("params", None)
+                    row["status"] = skip[row["method"]]
+                else:
+                    row.update(res)
+            rows.append(row)
+            log(_row_line(row, proto["task"]))
+        yield seed, rows
 
 
 # -------------------------------------------------------------------- summary
@@ -696,14 +753,21 @@ def log_mlflow(proto, rows, summary, targets, files, command) -> str | None:
 # ----------------------------------------------------------------------- main
 def run(name: str, *, out_dir: Path = RESULTS, methods=None, datasets=None,
         seeds=None, n_unlabeled=None, mlflow_log: bool = True, log=print,
-        command: str = "") -> dict:
+        command: str = "", compute=None) -> dict:
+    """One protocol. ``compute`` (``params.yaml``'s ``compute``: scheduler
+    local or dask, address): with dask the jobs run as tasks of train's
+    :class:`~weakkernels.pipeline.fitting.FitPool` (a LocalCluster when the
+    address is null)."""
+    from weakkernels.pipeline.fitting import FitPool
+
     proto = load_protocol(name)
     if seeds is not None:
         proto["seeds"] = seeds
     if proto["task"] == "throughput":
         return run_throughput(proto, out_dir, log, command)
     t0 = time.perf_counter()
-    rows = run_protocol(proto, log, methods, datasets, n_unlabeled)
+    with FitPool(compute) as pool:
+        rows = run_protocol(proto, log, methods, datasets, n_unlabeled, pool)
     summary = summarize(rows, proto["task"])
     targets = check_targets(proto, summary)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -828,6 +892,11 @@ def main(argv=None):
     ap.add_argument("--n-unlabeled", type=int, nargs="+")
     ap.add_argument("--out-dir", type=Path, default=RESULTS)
     ap.add_argument("--no-mlflow", action="store_true")
+    ap.add_argument("--scheduler", choices=["local", "dask"], default=None,
+                    help="where the jobs run (default: params.yaml compute)")
+    ap.add_argument("--address", default=None,
+                    help="a Dask scheduler's address (default: params.yaml "
+                    "compute; none: a LocalCluster)")
     ap.add_argument("--update-benchmarks-md", nargs="+", type=Path,
                     metavar="TABLE_MD", help="write these generated tables "
                     "(after benchmarks/results/harness/INTRO.md) into "
@@ -853,11 +922,17 @@ def main(argv=None):
         ap.error("give --protocol NAME (see --list) or --all")
     command = "python benchmarks/harness.py " + " ".join(
         shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+    compute = dict(yaml.safe_load((ROOT / "params.yaml").read_text())
+                   .get("compute") or {"scheduler": "local", "address": None})
+    if args.scheduler:
+        compute["scheduler"] = args.scheduler
+    if args.address:
+        compute["address"] = args.address
     for name in names:
         run(name, out_dir=args.out_dir, methods=args.methods, datasets=args.datasets,
             seeds=args.seeds, n_unlabeled=args.n_unlabeled,
             mlflow_log=not args.no_mlflow,
-            log=lambda s: print(s, flush=True), command=command)
+            log=lambda s: print(s, flush=True), command=command, compute=compute)
 
 
 if __name__ == "__main__":

@@ -170,3 +170,26 @@ def test_train_stage_on_dask_writes_the_local_outputs(client, tmp_path, monkeypa
     assert files and any(str(f).endswith(".wkm") for f in files)
     for f in files:
         assert (tmp / "dask" / f).read_bytes() == (tmp / "local" / f).read_bytes(), f
+
+
+def test_benchmark_harness_jobs_on_dask_give_the_local_rows(client, tmp_path):
+    """``compute.scheduler: dask`` in the benchmark harness: the jobs of a
+    protocol run as tasks of train's FitPool and give the local run's rows,
+    in its order, with its budget rule (a method out of its time budget on
+    seed 0 is recorded as skipped on seed 1 though its task ran)."""
+    import harness
+
+    methods = ["SVC (labeled)", "CCCP-TSVM (C* = C n_l/n_u, 0.05 s budget)"]
+    kw = {"methods": methods, "mlflow_log": False, "log": lambda s: None,
+          "command": "pytest"}
+    local = harness.run("tiny", out_dir=tmp_path / "local", **kw)["rows"]
+    remote = harness.run("tiny", out_dir=tmp_path / "dask", **kw, compute={
+        "scheduler": "dask", "address": client.scheduler.address})["rows"]
+
+    def stable(r):
+        return {k: r.get(k) for k in ("dataset", "seed", "method", "n_unlabeled",
+                                      "status", "test_error", "params")}
+
+    assert [r["status"] for r in local] == [
+        "ok", "time budget", "ok", "skipped (time budget at n_u=300, seed 0)"]
+    assert [stable(r) for r in remote] == [stable(r) for r in local]

@@ -16,18 +16,27 @@ the model depends on the chunking of ``X``, never on the number of workers or
 on which worker ran what; a task lost with its worker is recomputed from the
 graph and gives the same partial.
 
+Memory on a worker: its chunks of ``X`` (a chunk may be a read-only memory map
+of a ``.npy`` file -- ``np.load(path, mmap_mode="r")`` -- then a task reads it
+and drops the pages it touched from the worker's resident set afterwards, so
+the rows cost the worker one chunk at a time, not its share of the set), and
+the features of a level it holds (only when that worker's share fits a quarter
+of its ``memory_limit``, see :meth:`DaskRows.primal_set`).
+
 Importing this module does not import dask: numpy users pay nothing, and a
 dask input without dask installed cannot exist.
 """
 
 from __future__ import annotations
 
+import mmap
 import uuid
 
 import numpy as np
 import scipy.sparse as sp
 
 from weakkernels._dsg import (
+    PRIMAL_CACHE_FRACTION,
     PRIMAL_CHUNK_ROWS,
     RowLoss,
     add_in_order,
@@ -115,6 +124,23 @@ def _frequencies(shared):
     return got
 
 
+def _release(block):
+    """Drop the resident pages of a memory-mapped chunk from this worker's
+    resident set (the mapping is read-only: the next task reads them again
+    from the page cache or the file). A no-op for a chunk in memory."""
+    mapped = getattr(block, "_mmap", None) if isinstance(block, np.memmap) else None
+    if mapped is not None and hasattr(mapped, "madvise"):
+        mapped.madvise(mmap.MADV_DONTNEED)
+
+
+def _rows_task(block, local):
+    """Rows ``local`` of a chunk, copied (for a gather to the client)."""
+    out = _take(block, local)
+    out = out.copy() if isinstance(out, np.ndarray) else out
+    _release(block)
+    return out
+
+
 def _take(block, local):
     """Rows ``local`` (a ``(start, stop)`` pair or an index array) of a chunk."""
     if isinstance(local, tuple):
@@ -143,10 +169,13 @@ def _chunks(shared, norm, block, local, held=None):
     spec = shared[1]
     W, second = _frequencies(shared)
     n = _n_rows(local)
-    for c0 in range(0, n, PRIMAL_CHUNK_ROWS):
-        c1 = min(n, c0 + PRIMAL_CHUNK_ROWS)
-        X = as_compute_rows(_take(block, _sub(local, c0, c1)), spec.dtype)
-        yield c0, c1, primal_chunk(_aligned(X), spec, W, second, norm)
+    try:
+        for c0 in range(0, n, PRIMAL_CHUNK_ROWS):
+            c1 = min(n, c0 + PRIMAL_CHUNK_ROWS)
+            X = as_compute_rows(_take(block, _sub(local, c0, c1)), spec.dtype)
+            yield c0, c1, primal_chunk(_aligned(X), spec, W, second, norm)
+    finally:
+        _release(block)
 
 
 def _aligned(a):
@@ -225,7 +254,9 @@ def _value_range(block):
     v64 = values.astype(np.float64, copy=False)
     finite = bool(np.isfinite(v64).all())
     peak = float(np.abs(v64).max()) if finite else float("inf")
-    return finite, peak, float(v64.sum()), float(np.square(v64).sum())
+    out = finite, peak, float(v64.sum()), float(np.square(v64).sum())
+    _release(block)
+    return out
 
 
 # -- the client side -----------------------------------------------------------
@@ -255,6 +286,7 @@ class DaskRows:
         self.ndim = 2
         if base is None:
             self._stats = None
+            self._where = None  # chunk key -> the workers holding it
             self._shared = None  # (W kept alive, future of the frequencies)
             self._losses = None  # (pointwise kept alive, its future)
 
@@ -308,7 +340,8 @@ class DaskRows:
         rows = self._global(sel)
         order = np.argsort(rows, kind="stable")
         srt = rows[order]
-        futs = [self.client.submit(_take, self.blocks[blk], local, pure=False)
+        futs = [self.client.submit(_rows_task, self.blocks[blk], local, pure=False,
+                                   **self.beside(self.blocks[blk]))
                 for blk, local, _ in self._per_block(srt)]
         parts = self.client.gather(futs)
         if not parts:
@@ -331,11 +364,29 @@ class DaskRows:
     def __len__(self) -> int:
         return self.shape[0]
 
+    def beside(self, block, refresh=False) -> dict:
+        """``submit`` keywords that run a task on the worker holding
+        ``block`` (any other worker if that one is gone). Left to itself the
+        scheduler may run it on an idle worker and copy the chunk there: the
+        chunk would then cost memory on both (a memory-mapped one is read
+        whole to be sent, and arrives as an in-memory copy)."""
+        from distributed import wait
+
+        base = self.base
+        if refresh or getattr(base, "_where", None) is None:
+            wait(base.blocks)  # where a chunk is known once it is computed
+            base._where = {k: sorted(v) for k, v in
+                           self.client.who_has(base.blocks).items()}
+        held_by = base._where.get(block.key)
+        return ({"workers": held_by[:1], "allow_other_workers": True}
+                if held_by else {})
+
     # -- one pass of checks --------------------------------------------------
     def _base_stats(self):
         base = self.base
         if base._stats is None:
-            futs = [self.client.submit(_value_range, b, pure=False)
+            futs = [self.client.submit(_value_range, b, pure=False,
+                                       **self.beside(b, refresh=True))
                     for b in base.blocks]
             base._stats = self.client.gather(futs)
         return base._stats
@@ -344,7 +395,7 @@ class DaskRows:
         if self.index is None:
             return self._base_stats()
         futs = [self.client.submit(_value_range_of, self.blocks[blk], local,
-                                   pure=False)
+                                   pure=False, **self.beside(self.blocks[blk]))
                 for blk, local, _ in self._per_block(self.index)]
         return self.client.gather(futs)
 
@@ -387,11 +438,27 @@ class DaskRows:
         ``(source, index)`` set at a level with sample ``idx``); ``hold``:
         its features are computed once and kept on the workers (the
         in-memory solver's rule: the level's n x D matrix fits
-        :func:`weakkernels._dsg.primal_cache_bytes`)."""
+        :func:`weakkernels._dsg.primal_cache_bytes` of the client), if
+        moreover each worker's share fits its own budget
+        (:meth:`worker_budget`). Held or regenerated, the features and the
+        model are the same."""
         n_blocks = W.shape[-1] // spec.block_size
-        return DaskPrimalSet(self, index, idx,
-                             self._frequency_future(spec, W, n_blocks), norm,
-                             W.shape[-1], hold)
+        ps = DaskPrimalSet(self, index, idx,
+                           self._frequency_future(spec, W, n_blocks), norm,
+                           W.shape[-1], hold=False)
+        if hold and ps.worker_bytes(spec.dtype.itemsize) <= self.worker_budget():
+            ps.hold()
+        return ps
+
+    def worker_budget(self) -> float:
+        """Bytes of features a worker may hold: the in-memory solver's
+        fraction of the smallest worker ``memory_limit`` (none set: no
+        limit beyond the client's rule)."""
+        info = self.client.scheduler_info()["workers"].values()
+        limits = [w.get("memory_limit") or 0 for w in info]
+        if not limits or not all(limits):
+            return float("inf")
+        return PRIMAL_CACHE_FRACTION * min(limits)
 
 
 def _value_range_of(block, local):
@@ -421,16 +488,36 @@ class DaskPrimalSet:
             # the set's own row numbers (what the pointwise loss indexes)
             set_rows = (a, b) if idx is None else np.asarray(idx[a:b])
             block = rows.blocks[blk]
-            sel = client.submit(_selection, block, (local, set_rows), pure=False)
-            held = (client.submit(_hold_task, shared, norm, block, sel, pure=False)
-                    if hold else None)
-            self.parts.append((block, sel, held, (a, b)))
+            sel = client.submit(_selection, block, (local, set_rows), pure=False,
+                                **rows.beside(block, refresh=not self.parts))
+            self.parts.append((block, sel, None, (a, b)))
+        if hold:
+            self.hold()
+
+    def hold(self):
+        """Compute the features of every chunk's rows once and keep them on
+        the chunk's worker."""
+        client = self.rows.client
+        self.parts = [(block, sel, client.submit(_hold_task, self.shared, self.norm,
+                                                 block, sel, pure=False,
+                                                 **self.rows.beside(block)), span)
+                      for block, sel, _, span in self.parts]
+
+    def worker_bytes(self, itemsize: int) -> int:
+        """Bytes of this set's features on the worker holding the most of its
+        rows (where the chunks are now)."""
+        where = self.rows.client.who_has([block for block, *_ in self.parts])
+        per_worker: dict = {}
+        for block, _, _, (a, b) in self.parts:
+            for w in where.get(block.key, ()):
+                per_worker[w] = per_worker.get(w, 0) + (b - a) * self.D * itemsize
+        return max(per_worker.values(), default=0)
 
     def _run(self, fn, *args, per_part=None):
         client = self.rows.client
         futs = [client.submit(fn, self.shared, self.norm, block, sel, held,
                               *(per_part(span) if per_part else ()), *args,
-                              pure=False)
+                              pure=False, **self.rows.beside(block))
                 for block, sel, held, span in self.parts]
         return gather_or_raise(client, futs)
 

@@ -112,11 +112,7 @@ def train_one(model, X, y, split, n_u, params, fixed, *, seed, callback_every,
     train_error = float(np.mean(est.predict(X_fit[lab]) != y_fit[lab])) \
         if not is_su and lab.any() else None
     if model_path is not None and spec.ours:
-        Path(model_path).parent.mkdir(parents=True, exist_ok=True)
-        if "callback" in est.get_params(deep=False):
-            # A callable cannot (and should not) go into a pickle-free model file.
-            est.set_params(callback=None)
-        est.save(model_path)
+        _save_model(est, model_path)
     curve = np.asarray(monitor.history if monitor else np.zeros((0, 3)),
                        dtype=np.float64).reshape(-1, 3)
     return {
@@ -130,18 +126,33 @@ def train_one(model, X, y, split, n_u, params, fixed, *, seed, callback_every,
     }
 
 
+def _save_model(est, path) -> None:
+    """Write ``est`` to the pickle-free model file ``path``."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    if "callback" in est.get_params(deep=False):
+        # A callable cannot (and should not) go into a pickle-free model file.
+        est.set_params(callback=None)
+    est.save(path)
+
+
 def train(pairs, best, prepared_dir, splits_dir, models_dir, pred_dir, cfg,
           models_cfg, *, log_mlflow=True, compute=None) -> list[dict]:
     """Every fit of the stage. ``compute`` (``params.yaml`` ``compute``):
     with ``scheduler: dask`` the fits run as tasks on a Dask cluster
     (:class:`FitPool`), the model files, scores and MLflow runs are written
     here, in the local order: the same outputs as a local run."""
+    groups = _plan(pairs, best, splits_dir, cfg, models_cfg)
     with FitPool(compute) as pool:
         if pool.client is not None:  # submit every fit first, then log in order
-            _train(pairs, best, prepared_dir, splits_dir, models_dir, pred_dir,
-                   cfg, models_cfg, log_mlflow=False, pool=pool, plan=True)
-        return _train(pairs, best, prepared_dir, splits_dir, models_dir, pred_dir,
-                      cfg, models_cfg, log_mlflow=log_mlflow, pool=pool)
+            for g, (X, y, _) in _with_data(groups, prepared_dir):
+                for seed in g["seeds"]:
+                    pool.submit((g["model"], g["dataset"], g["n_u"], seed), X,
+                                g["model"], y,
+                                load_split(splits_dir, g["dataset"], g["kind"], seed),
+                                g["n_u"], g["params"], g["fixed"], seed=seed,
+                                callback_every=int(cfg["callback_every"]))
+        return _train(groups, prepared_dir, splits_dir, models_dir, pred_dir, cfg,
+                      log_mlflow=log_mlflow, pool=pool)
 
 
 class FitPool:
@@ -193,9 +204,17 @@ class FitPool:
         ident = id(X)
         if ident not in self._data:
             self._data[ident] = (X, self.client.scatter(X, hash=False))
-        self._futures[key] = self.client.submit(
-            train_one, args[0], self._data[ident][1], *args[1:], pure=False,
-            **kwargs)
+        self.submit_call(key, train_one, args[0], self._data[ident][1], *args[1:],
+                         **kwargs)
+
+    def submit_call(self, key, fn, *args, **kwargs):
+        """Start ``fn(*args, **kwargs)`` as task ``key`` (an independent job
+        of a stage or of the benchmark harness)."""
+        self._futures[key] = self.client.submit(fn, *args, pure=False, **kwargs)
+
+    def result(self, key):
+        """The result of task ``key`` (waits for it)."""
+        return self._futures.pop(key).result()
 
     def run(self, key, *args, model_path=None, on_curve=None, **kwargs):
         """:func:`train_one` here, or the result of its task; the model file
@@ -203,26 +222,20 @@ class FitPool:
         if self.client is None:
             return train_one(*args, model_path=model_path, on_curve=on_curve,
                              **kwargs)
-        out = self._futures.pop(key).result()
-        est = out["estimator"]
+        out = self.result(key)
         if model_path is not None and MODELS[args[0]].ours:
-            Path(model_path).parent.mkdir(parents=True, exist_ok=True)
-            if "callback" in est.get_params(deep=False):
-                est.set_params(callback=None)
-            est.save(model_path)
+            _save_model(out["estimator"], model_path)
         if on_curve is not None:
             for step, loss, elapsed in out["curve"]:
                 on_curve(int(step), float(loss), float(elapsed))
         return out
 
 
-def _train(pairs, best, prepared_dir, splits_dir, models_dir, pred_dir, cfg,
-           models_cfg, *, log_mlflow, pool, plan=False) -> list[dict]:
-    import mlflow
-
+def _plan(pairs, best, splits_dir, cfg, models_cfg) -> list[dict]:
+    """The stage's fits, in the order they are logged: one group per model x
+    data set x unlabeled size (its tuned and fixed parameters, its seeds)."""
     seeds = [int(s) for s in cfg["seeds"]]
-    records = []
-    logged: set[str] = set()
+    groups = []
     for model, dataset in pairs:
         key = f"{model}/{dataset}"
         if key not in best:
@@ -236,49 +249,66 @@ def _train(pairs, best, prepared_dir, splits_dir, models_dir, pred_dir, cfg,
                 f"{key}: {clash} are both fixed (models.fixed) and tuned "
                 f"(results/tune/best_params.json); the tuned value would win -- "
                 f"remove them from models.fixed or rerun tune")
-        data = load_prepared(prepared_dir, dataset)
-        X, y = data["X"], data["y"]
-        # (lo, span, kind): kind is maxabs for a sparse (CSR) set, else minmax
-        scaler = (data["scale_lo"], data["scale_span"],
-                  str(data.get("scale_kind", "minmax"))) if "scale_lo" in data \
-            else None
         kind = split_kind(model)
         first = load_split(splits_dir, dataset, kind, seeds[0])
         sizes = cfg["n_unlabeled"] or [int(n) for n in first["n_unlabeled"]]
+        for i, n_u in enumerate(sizes):
+            groups.append({"model": model, "dataset": dataset, "kind": kind,
+                           "params": params, "fixed": fixed, "first": first,
+                           "n_u": min(int(n_u), len(first["unlabeled"])),
+                           "seeds": seeds, "new_pair": i == 0})
+    return groups
+
+
+def _with_data(groups, prepared_dir):
+    """``(group, (X, y, scaler))``, each pair's prepared set loaded once."""
+    data = None
+    for g in groups:
+        if g["new_pair"]:
+            prep = load_prepared(prepared_dir, g["dataset"])
+            # (lo, span, kind): kind is maxabs for a sparse (CSR) set, else minmax
+            scaler = (prep["scale_lo"], prep["scale_span"],
+                      str(prep.get("scale_kind", "minmax"))) \
+                if "scale_lo" in prep else None
+            data = (prep["X"], prep["y"], scaler)
+        yield g, data
+
+
+def _train(groups, prepared_dir, splits_dir, models_dir, pred_dir, cfg, *,
+           log_mlflow, pool) -> list[dict]:
+    import mlflow
+
+    records = []
+    logged: set[str] = set()
+    for g, (X, y, scaler) in _with_data(groups, prepared_dir):
+        model, dataset, kind, n_u = g["model"], g["dataset"], g["kind"], g["n_u"]
+        params, fixed, seeds = g["params"], g["fixed"], g["seeds"]
         if log_mlflow and dataset not in logged:  # the stage's parent run
             logged.add(dataset)
             log_dataset_input(DATASETS.get(dataset), X, context="training",
                               name=dataset)
-        for n_u in sizes:
-            n_u = min(int(n_u), len(first["unlabeled"]))
-            group = mlflow.start_run(run_name=f"{model} / {dataset} / nu={n_u}",
-                                     nested=True) if log_mlflow else None
-            try:
-                if group is not None:
-                    mlflow.set_tags({"model": model, "dataset": dataset,
-                                     "n_unlabeled": str(n_u), "level": "group"})
-                    mlflow.log_params({**params, **{f"fixed.{k}": v for k, v in
-                                                     fixed.items()},
-                                       "n_unlabeled": n_u, "seeds": str(seeds)})
-                    log_dataset_input(
-                        DATASETS.get(dataset), X, resolve(first, n_u),
-                        context="training", name=dataset,
-                        split_name=f"{kind} seeds {','.join(map(str, seeds))}")
-                for seed in seeds:
-                    if plan:
-                        pool.submit((model, dataset, n_u, seed), X, model, y,
-                                    load_split(splits_dir, dataset, kind, seed),
-                                    n_u, params, fixed, seed=seed,
-                                    callback_every=int(cfg["callback_every"]))
-                        continue
-                    rec = _train_seed(model, dataset, X, y, kind, splits_dir,
-                                      models_dir, pred_dir, n_u, seed, params, fixed,
-                                      cfg, log_mlflow, scaler, pool)
-                    rec["group_run_id"] = group.info.run_id if group else None
-                    records.append(rec)
-            finally:
-                if group is not None:
-                    mlflow.end_run()
+        group = mlflow.start_run(run_name=f"{model} / {dataset} / nu={n_u}",
+                                 nested=True) if log_mlflow else None
+        try:
+            if group is not None:
+                mlflow.set_tags({"model": model, "dataset": dataset,
+                                 "n_unlabeled": str(n_u), "level": "group"})
+                mlflow.log_params({**params, **{f"fixed.{k}": v for k, v in
+                                                 fixed.items()},
+                                   "n_unlabeled": n_u, "seeds": str(seeds)})
+                log_dataset_input(
+                    DATASETS.get(dataset), X, resolve(g["first"], n_u),
+                    context="training", name=dataset,
+                    split_name=f"{kind} seeds {','.join(map(str, seeds))}")
+            for seed in seeds:
+                rec = _train_seed(model, dataset, X, y, kind, splits_dir,
+                                  models_dir, pred_dir, n_u, seed, params, fixed,
+                                  cfg, log_mlflow, scaler, pool)
+                rec["group_run_id"] = group.info.run_id if group else None
+                records.append(rec)
+        finally:
+            if group is not None:
+                mlflow.end_run()
     return records
 
 
