@@ -1,4 +1,4 @@
-"""Benchmark harness (issue 5): our solvers beside their peers on the papers'
+"""Benchmark harness: our solvers beside their peers on the papers'
 protocols, every method x dataset x n_u x seed in its own budgeted subprocess.
 
 A *protocol* is a named YAML file in ``benchmarks/protocols/`` (see
@@ -860,7 +860,7 @@ def rebuild(json_path: Path) -> None:
                                     indent=1, default=str))
 
 
-SECTION = "## Peers and paper protocols (issue 5)"
+SECTION = "## Peers and paper protocols"
 
 
 def update_benchmarks_md(intro: str, parts: list[Path],
@@ -900,7 +900,7 @@ def main(argv=None):
     ap.add_argument("--update-benchmarks-md", nargs="+", type=Path,
                     metavar="TABLE_MD", help="write these generated tables "
                     "(after benchmarks/results/harness/INTRO.md) into "
-                    "BENCHMARKS.md's issue-5 section and exit")
+                    "BENCHMARKS.md's peer-protocol section and exit")
     ap.add_argument("--rebuild", nargs="+", type=Path, metavar="RESULT_JSON",
                     help="recompute tables of finished runs from their JSON")
     args = ap.parse_args(argv)
