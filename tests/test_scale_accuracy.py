@@ -50,6 +50,8 @@ def test_single_setting_methods():
     est = sa.make("frs3vm_ushg_mean_sq", 10.0, 0.5, 0)[0]
     assert (est.unlabeled_loss, est.balance, est.loss) == ("shg", "mean",
                                                            "squared_hinge")
+    est = sa.make("tsgs3vm_uda_clip", 10.0, 0.5, 0)[0]
+    assert (est.unlabeled_loss, est.balance) == ("da", "clipped")
 
 
 def test_table_flags_a_model_at_chance():

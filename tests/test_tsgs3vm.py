@@ -638,6 +638,27 @@ def test_resolved_defaults_are_visible_after_fit():
     assert est.sigma_ == pytest.approx(1.0 / (4 * X.var()))
     assert est.C_star_ == pytest.approx(2.0 * 30 / 270)
     assert est.get_params()["sigma"] == "scale"
+    assert (est.unlabeled_loss_, est.balance_) == ("da", "clipped")
+
+
+@pytest.mark.parametrize("Est", [TSGS3VM, FRS3VM])
+def test_auto_losses_are_the_named_pair_bit_for_bit(Est, tmp_path):
+    """``"auto"`` is exactly ``("da", "clipped")`` on a binary problem and
+    ``("shg", "mean")`` one-vs-rest: the same coefficients bit for bit, the
+    resolved pair in the fitted attributes and in the model file."""
+    for n_classes, pair in ((2, ("da", "clipped")), (3, ("shg", "mean"))):
+        X, y, _ = two_gaussians(n=300, d=4, n_labeled=30, sep=4.0, seed=5,
+                                n_classes=n_classes)
+        fast = dict(max_iter=50, random_state=0)
+        auto = Est(C=10, **fast).fit(X, y)
+        named = Est(C=10, unlabeled_loss=pair[0], balance=pair[1], **fast).fit(X, y)
+        assert auto.get_params()["unlabeled_loss"] == "auto"
+        assert (auto.unlabeled_loss_, auto.balance_) == pair
+        np.testing.assert_array_equal(auto.coef_, named.coef_)
+        np.testing.assert_array_equal(auto.intercept_, named.intercept_)
+        auto.save(tmp_path / "m.wkm")
+        back = load(tmp_path / "m.wkm")
+        assert (back.unlabeled_loss_, back.balance_) == pair
 
 
 @pytest.mark.parametrize("Est", [TSGS3VM, FRS3VM])

@@ -15,9 +15,11 @@ prediction regenerates the features from their seeds (Algorithm 2).
 
 Two options from the S3VM literature are added (see the class docstring): the
 balancing constraint of Collobert et al. (paper 004 Eq. 1.13; by default on
-outputs clipped to the margin, ``balance="clipped"``) and an annealing of C*.
-Both are on by default because they win on the benchmarks (BENCHMARKS.md);
-``balance="none", anneal=0`` is the algorithm exactly as printed.
+outputs clipped to the margin, ``balance="clipped"``, for a binary problem;
+as printed, ``"mean"``, with the symmetric hinge, for one-vs-rest) and an
+annealing of C*. Both are on by default because they win on the benchmarks
+(BENCHMARKS.md); ``balance="none", anneal=0`` is the algorithm exactly as
+printed.
 """
 
 from __future__ import annotations
@@ -117,6 +119,23 @@ def unlabeled_loss_grad(name: str, f: np.ndarray, s: float = -0.3) -> np.ndarray
     if name == "da":
         return -10.0 * f * np.exp(-5.0 * f * f)
     raise ValueError(f"unknown unlabeled loss {name!r}")
+
+
+# unlabeled_loss="auto" / balance="auto" -> (binary, one-vs-rest) choice.
+# Binary: the smooth "da" and the clipped balance (chosen on imbalanced binary
+# sets: cod-rna, ijcnn1). One-vs-rest: the symmetric hinge and paper 004's
+# mean balance (Eq. 1.13) -- with "da" the ten MNIST problems pile their
+# unlabeled outputs onto two digits (100 labels: 37 % error against 29 % for
+# SVC and 19 % with this pair); BENCHMARKS.md, "Multiclass defaults".
+_AUTO = {"unlabeled_loss": ("da", "shg"), "balance": ("clipped", "mean")}
+
+
+def resolve_auto(name: str, value, n_outputs: int):
+    """``value`` of the parameter ``name``, with ``"auto"`` resolved for a
+    problem of ``n_outputs`` one-vs-rest outputs (1: binary)."""
+    if isinstance(value, str) and value == "auto":
+        return _AUTO[name][n_outputs > 1]
+    return value
 
 
 # balance option -> code: 0 off, 1 mean constraint, 2 quantile constraint,
@@ -236,11 +255,12 @@ _COMMON_CONSTRAINTS = {
     "C": [Interval(Real, 0, None, closed="neither")],
     "C_star": [Interval(Real, 0, None, closed="left"), None],
     "loss": [StrOptions(set(LABELED_LOSSES))],
-    "unlabeled_loss": [StrOptions(set(UNLABELED_LOSSES))],
+    "unlabeled_loss": [StrOptions({*UNLABELED_LOSSES, "auto"})],
     "s": [Interval(Real, None, 1, closed="neither")],
     "n_passes": [Interval(Real, 0, None, closed="neither")],
     "learning_rate": [StrOptions(set(SCHEDULES))],
-    "balance": [StrOptions({"mean", "quantile", "none", "supervised", "clipped"}),
+    "balance": [StrOptions({"auto", "mean", "quantile", "none", "supervised",
+                            "clipped"}),
                     "boolean"],
     "anneal": [Interval(Real, 0, 1, closed="left")],
     "features": [StrOptions({"auto", "fourier", "nystroem"})],
@@ -319,6 +339,8 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
             Y = np.where(yl[:, None] == classes[None, :], 1.0, -1.0)
         # Balancing constraint (paper 004 Eq. 1.13): mean f on U = mean y on L.
         r = Y.mean(axis=0)
+        self.unlabeled_loss_ = resolve_auto("unlabeled_loss", self.unlabeled_loss, K)
+        self.balance_ = resolve_auto("balance", self.balance, K)
         C = float(self.C)
         # Paper 004's rule C* = C L / U (per-point weights): the unlabeled term
         # as a whole weighs as much as the labeled one.
@@ -351,7 +373,7 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
                              self.batch_size)
         schedule = SCHEDULES[self.learning_rate]
         eta0 = float(self.eta0)
-        if sgd and self.balance == "supervised":
+        if sgd and self.balance_ == "supervised":
             raise ValueError(
                 'balance="supervised" needs solver="lbfgs" (it anchors the '
                 "constraint on the first, supervised annealing stage)."
@@ -362,8 +384,8 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
                 f"{self.learning_rate!r} and T={T} iterations; the update "
                 "(1 - step) f would flip f. Lower eta0."
             )
-        balance = _BALANCE[self.balance]
-        lname = self.loss
+        balance = _BALANCE[self.balance_]
+        lname, uname = self.loss, self.unlabeled_loss_
 
         def pointwise(s, f, rows, m, w):
             """Eq. (1) with C and C* on sums (scikit-learn's SVC convention):
@@ -376,8 +398,8 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
                 return (k * labeled_loss(lname, margin).sum(),
                         k * labeled_loss_grad(lname, margin) * YL)
             k = C_star * w * n_u / m
-            return (k * unlabeled_loss(self.unlabeled_loss, f, self.s).sum(),
-                    k * unlabeled_loss_grad(self.unlabeled_loss, f, self.s))
+            return (k * unlabeled_loss(uname, f, self.s).sum(),
+                    k * unlabeled_loss_grad(uname, f, self.s))
 
         def loss(fs, idx, sizes, w):
             parts = [pointwise(s, f, np.arange(f.shape[0]) if i is None else i,
@@ -408,7 +430,7 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
         self.objective_curve_ = result.objective_curve
         with blas_single_thread():
             self._set_model_state(result.model, X, idx_u, r, seed, result.intercept)
-        if result.balance_outputs is not None and _BALANCE[self.balance] != 2:
+        if result.balance_outputs is not None and balance != 2:
             # the outputs on every unlabeled row, as the machine predicts them
             # ("quantile" moves the bias after the solve: not these outputs)
             check_unlabeled_predictions(self, result.balance_outputs, Y)
@@ -430,7 +452,7 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
         self.spec_ = model.spec
         self.n_blocks_ = model.n_blocks
         self.coef_ = model.coefficients()
-        balance = _BALANCE[self.balance]
+        balance = _BALANCE[self.balance_]
         # solver="lbfgs" holds the mean and clipped constraints on all its
         # unlabeled rows (the bias it returns); SGD's per-minibatch bias and
         # the quantile rule are set here, on a fixed sample.
@@ -491,7 +513,8 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
     def _artifact_state(self):
         meta, arrays = expansion_state(self)
         meta.update(C_star=self.C_star_, seed=self.seed_,
-                    n_features_in=self.n_features_in_)
+                    n_features_in=self.n_features_in_,
+                    unlabeled_loss=self.unlabeled_loss_, balance=self.balance_)
         arrays.update(
             intercept=np.asarray(self.intercept_, dtype=np.float64),
             classes=self.classes_,
@@ -509,6 +532,9 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
         self.intercept_ = arrays["intercept"]
         self.classes_ = arrays["classes"]
         self.platt_ = arrays["platt"]
+        # files written before "auto" existed: the parameters were what ran
+        self.unlabeled_loss_ = meta.get("unlabeled_loss", self.unlabeled_loss)
+        self.balance_ = meta.get("balance", self.balance)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -543,8 +569,12 @@ _SHARED_PARAMS_DOC = """C : float, default=1.0
         g50c), 0.2 pp behind on cod-rna at C = 10 and 7 pp ahead at C = 1
         (BENCHMARKS.md, "Accuracy at scale" and "Convergence and defaults").
         Use "hinge" with ``solver="sgd"`` for the paper as printed.
-    unlabeled_loss : {"da", "shg", "sshg", "ramp"}, default="da"
+    unlabeled_loss : {"auto", "da", "shg", "sshg", "ramp"}, default="auto"
         Table 2 of paper 000 (see :func:`unlabeled_loss`); "da" is smooth.
+        ``"auto"``: ``"da"`` for a binary problem, ``"shg"`` for one-vs-rest
+        (with ``balance="auto"``; the pair measured on MNIST, SSL-book COIL
+        and COIL-20, BENCHMARKS.md "Multiclass defaults"). The value used is
+        ``unlabeled_loss_``.
     s : float, default=-0.3
         Ramp parameter (``unlabeled_loss="ramp"`` only).
     solver : {"lbfgs", "sgd"}, default="lbfgs"
@@ -571,10 +601,12 @@ _SHARED_PARAMS_DOC = """C : float, default=1.0
         ``eta0 / T^(3/4)`` (paper 000 Theorem 1), ``"fixed"`` ``eta0`` (paper
         000 Sec. 6's ``gamma = 1/eta``).
     eta0 : float, default=1.0
-    balance : {"clipped", "mean", "supervised", "quantile", "none"} or bool, \
-default="clipped"
+    balance : {"auto", "clipped", "mean", "supervised", "quantile", "none"} \
+or bool, default="auto"
         Balancing constraint on the bias (see :func:`balancing_bias`).
-        ``"clipped"`` (the default): ``mean_U clip(f, -1, 1) = mean_L y`` --
+        ``"auto"``: ``"clipped"`` for a binary problem, ``"mean"`` for
+        one-vs-rest (see ``unlabeled_loss``); the value used is ``balance_``.
+        ``"clipped"`` (binary default): ``mean_U clip(f, -1, 1) = mean_L y`` --
         paper 004's Eq. (1.13) with the outputs clipped to the margin. With
         ``solver="lbfgs"`` the first annealing stage (C* = 0, the supervised
         machine) runs with a free bias, every later stage holds ``mean_U f``
@@ -633,7 +665,8 @@ _ATTRIBUTES_DOC = """classes_ : ndarray, the real classes (never -1).
     coef_ : ndarray (n_outputs, n_features_model_)
     intercept_ : ndarray (n_outputs,)
     spec_ : FeatureSpec, the seeds and layout that regenerate the features.
-    C_star_, sigma_ : the values used (resolved defaults).
+    C_star_, sigma_, unlabeled_loss_, balance_ : the values used (resolved
+        defaults).
     features_ : str, the basis used ("nystroem" or "fourier").
     n_iter_ : SGD steps, or L-BFGS iterations summed over the stages.
     objective_curve_ : minibatch loss estimate per SGD step, or the objective
@@ -700,7 +733,7 @@ class TSGS3VM(_S3VMBase):
         degree=2,
         coef0=1.0,
         loss="squared_hinge",
-        unlabeled_loss="da",
+        unlabeled_loss="auto",
         s=-0.3,
         solver="lbfgs",
         tol=1e-5,
@@ -710,7 +743,7 @@ class TSGS3VM(_S3VMBase):
         max_iter=None,
         learning_rate="decay",
         eta0=1.0,
-        balance="clipped",
+        balance="auto",
         anneal=0.5,
         features="auto",
         max_features=None,
@@ -800,7 +833,7 @@ class FRS3VM(_S3VMBase):
         degree=2,
         coef0=1.0,
         loss="squared_hinge",
-        unlabeled_loss="da",
+        unlabeled_loss="auto",
         s=-0.3,
         solver="lbfgs",
         tol=1e-5,
@@ -810,7 +843,7 @@ class FRS3VM(_S3VMBase):
         max_iter=None,
         learning_rate="decay",
         eta0=1.0,
-        balance="clipped",
+        balance="auto",
         anneal=0.5,
         features="fourier",
         dtype="float32",
