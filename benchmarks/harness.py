@@ -601,12 +601,29 @@ def _fmt(v, spec="{:.3g}"):
     return "-" if v is None else spec.format(v)
 
 
+# the command-line options that select part of a protocol (a run's filters)
+FILTERS = ("--datasets", "--n-unlabeled", "--seeds", "--methods")
+
+
+def heading(name: str, command: str) -> str:
+    """``### Protocol `name```, followed by the run's filters when the command
+    has any: the same protocol run on other data sets, sizes, seeds or
+    methods gets its own heading in BENCHMARKS.md."""
+    words, keep, picked = shlex.split(command), False, []
+    for w in words:
+        if w.startswith("--"):
+            keep = w in FILTERS
+        if keep:
+            picked.append(shlex.quote(w))
+    return f"### Protocol `{name}`" + (f", `{' '.join(picked)}`" if picked else "")
+
+
 def markdown(proto, rows, summary, targets, command, hw=None, date=None) -> str:
     task = proto["task"]
     key = ERROR_KEY[task]
     label = "test AUC" if task == "auc" else "test error %"
     scale = 1.0 if task == "auc" else 100.0
-    lines = [f"### Protocol `{proto['name']}`", "", proto.get("description", "")
+    lines = [heading(proto["name"], command), "", proto.get("description", "")
              .strip(), "",
              f"Command: `{command}`  ", f"Hardware: {hw or hardware()}  ",
              f"Date: {date or _now()} UTC; seeds "
@@ -818,7 +835,7 @@ def run_throughput(proto, out_dir, log, command):
     env.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".numba_cache"))
     subprocess.run(cmd, check=True, env=env, cwd=ROOT)
     res = json.loads(js.read_text())
-    lines = [f"### Protocol `{proto['name']}`", "", proto["description"].strip(), "",
+    lines = [heading(proto["name"], command), "", proto["description"].strip(), "",
              f"Command: `{command}` (runs `{' '.join(cmd[1:])}`)  ",
              f"Hardware: {hardware()}", "",
              "| d | fit s | our rate (evals/s) | limit | ratio | target ≥ "
