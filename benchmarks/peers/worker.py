@@ -36,8 +36,9 @@ What the parameters mean
 ``C`` is on the *sum* of the labeled losses for every classification row
 (scikit-learn's convention: ``SVC(C)``, ``CCCPTSVM``, ``TSGS3VM``, ``FRS3VM``),
 and ``C_star`` on the sum of the unlabeled ones; every S3VM row passes
-``C_star`` explicitly (``EXPLICIT_CSTAR``; ``$cstar_LU = C n_l / n_u`` is paper
-004's ``U C* = L C``). The peers are mapped onto that convention by their
+``C_star`` explicitly (the catalogue entry's ``c_star``, and
+``PEER_EXPLICIT_CSTAR``; ``$cstar_LU = C n_l / n_u`` is paper 004's
+``U C* = L C``). The peers are mapped onto that convention by their
 adapters, each with its derivation in its docstring and a numeric check in
 ``tests/test_peer_mappings.py``:
 
@@ -71,10 +72,15 @@ import time
 
 import numpy as np
 
-OURS_NUMBA = {"tsgs3vm", "frs3vm", "tsgsu", "qsgs2auc", "cccp_tsvm", "cuu"}
-CURVE_METHODS = {"tsgs3vm", "frs3vm", "tsgsu", "qsgs2auc"}
-# S3VMs whose unlabeled weight C_star must be given by the protocol row
-EXPLICIT_CSTAR = {"tsgs3vm", "frs3vm", "cccp_tsvm", "qns3vm"}
+# The estimators of this package are the entries of its model catalogue
+# (``weakkernels.pipeline.registry.MODELS``), which says for each whether it is
+# JIT-compiled (``numba``: a warm-up fit is timed as ``compile_s``, with the
+# overrides ``warm``), reports a validation curve (``callback``) and needs its
+# unlabeled weight stated by the protocol row (``c_star``). The rest are the
+# protocols' scikit-learn baselines and the published peers (``_OWN`` below).
+
+# peers whose unlabeled weight C_star must be given by the protocol row
+PEER_EXPLICIT_CSTAR = {"qns3vm"}
 
 
 def _rss_mb() -> float:
@@ -104,81 +110,103 @@ class _LabeledOnly:
 
 
 # --------------------------------------------------------------------- methods
+def _svc(p, seed):
+    from sklearn.svm import SVC
+
+    return _LabeledOnly(SVC(C=p["C"], gamma=p["sigma"]))
+
+
+def _self_training(p, seed):
+    from sklearn.semi_supervised import SelfTrainingClassifier
+    from sklearn.svm import SVC
+
+    return SelfTrainingClassifier(
+        SVC(C=p["C"], gamma=p["sigma"], probability=True, random_state=seed),
+        threshold=p.get("threshold", 0.75), max_iter=p.get("max_iter", 10))
+
+
+def _label_spreading(p, seed):
+    from sklearn.semi_supervised import LabelSpreading
+
+    return LabelSpreading(kernel="knn", n_neighbors=p.get("n_neighbors", 7),
+                          alpha=p.get("alpha", 0.2), max_iter=100)
+
+
+def _rbf_sgd(p, seed):
+    from sklearn.kernel_approximation import RBFSampler
+    from sklearn.linear_model import SGDClassifier
+    from sklearn.pipeline import make_pipeline
+
+    return _RBFSGD(make_pipeline(
+        RBFSampler(gamma=p["sigma"], n_components=p.get("n_components", 1000),
+                   random_state=seed),
+        SGDClassifier(loss="hinge", alpha=p.get("alpha", 1e-4),
+                      max_iter=p.get("max_iter", 50), random_state=seed)))
+
+
+def _supervised_auc(p, seed):
+    from weakkernels.baselines.auc import SupervisedKernelAUC
+
+    return SupervisedKernelAUC(**p)
+
+
+def _qns3vm(p, seed):
+    from qns3vm_adapter import QNS3VMAdapter
+
+    return QNS3VMAdapter(seed=seed, **p)
+
+
+def _pywsl_pnu(p, seed):
+    from pywsl_adapter import PNUAdapter
+
+    return PNUAdapter(seed=seed, **p)
+
+
+# The protocols' own baselines (``rbf_sgd`` is not the catalogue's ``rff_sgd``:
+# 1000 features, SGD capped at 50 epochs, C mapped onto ``alpha`` by the row)
+# and the published peers, which run in their own venvs through the adapters
+# beside this file.
+_OWN = {"svc": _svc, "self_training": _self_training,
+        "label_spreading": _label_spreading, "rbf_sgd": _rbf_sgd,
+        "supervised_auc": _supervised_auc, "qns3vm": _qns3vm,
+        "pywsl_pnu": _pywsl_pnu}
+
+
+def catalogue_entry(method: str):
+    """The model catalogue's entry for ``method``, or None for the methods of
+    ``_OWN`` and unknown names. The catalogue is imported only here, for
+    catalogue names: a peer's venv has no weakkernels, and a baseline's process
+    does not carry our estimators' modules in its memory figures."""
+    if method in _OWN:
+        return None
+    from weakkernels.pipeline.registry import MODELS
+
+    spec = MODELS.get(method)
+    return spec if spec is not None and spec.cls is not None else None
+
+
 def make_estimator(method: str, p: dict, seed: int):
     """Return an unfitted estimator with ``fit(X, y)`` (``-1`` = unlabeled)."""
-    if method == "svc":
-        from sklearn.svm import SVC
+    if method in _OWN:
+        if method in PEER_EXPLICIT_CSTAR:
+            _require_c_star(method, p)
+        return _OWN[method](p, seed)
+    spec = catalogue_entry(method)
+    if spec is None:
+        raise ValueError(f"unknown method {method!r}")
+    if spec.c_star:
+        _require_c_star(method, p)
+    from weakkernels.pipeline.registry import make
 
-        return _LabeledOnly(SVC(C=p["C"], gamma=p["sigma"]))
-    if method == "self_training":
-        from sklearn.semi_supervised import SelfTrainingClassifier
-        from sklearn.svm import SVC
+    return make(method, p, seed)
 
-        return SelfTrainingClassifier(
-            SVC(C=p["C"], gamma=p["sigma"], probability=True, random_state=seed),
-            threshold=p.get("threshold", 0.75), max_iter=p.get("max_iter", 10))
-    if method == "label_spreading":
-        from sklearn.semi_supervised import LabelSpreading
 
-        return LabelSpreading(kernel="knn", n_neighbors=p.get("n_neighbors", 7),
-                              alpha=p.get("alpha", 0.2), max_iter=100)
-    if method == "rbf_sgd":
-        from sklearn.kernel_approximation import RBFSampler
-        from sklearn.linear_model import SGDClassifier
-        from sklearn.pipeline import make_pipeline
-
-        return _RBFSGD(make_pipeline(
-            RBFSampler(gamma=p["sigma"], n_components=p.get("n_components", 1000),
-                       random_state=seed),
-            SGDClassifier(loss="hinge", alpha=p.get("alpha", 1e-4),
-                          max_iter=p.get("max_iter", 50), random_state=seed)))
-    if method in EXPLICIT_CSTAR and "C_star" not in p:
+def _require_c_star(method, p):
+    if "C_star" not in p:
         # the estimators' defaults have differed (CCCPTSVM once C* = C) and
         # changed: a row states the C* it runs with
         raise ValueError(f"{method}: the protocol row must pass C_star "
                          "explicitly (e.g. $cstar_LU = C n_l / n_u, or $C)")
-    if method in ("tsgs3vm", "frs3vm"):
-        from weakkernels import FRS3VM, TSGS3VM
-
-        cls = TSGS3VM if method == "tsgs3vm" else FRS3VM
-        return cls(random_state=seed, **p)
-    if method == "cccp_tsvm":
-        from weakkernels import CCCPTSVM
-
-        return CCCPTSVM(**p)
-    if method == "tsgsu":
-        from weakkernels.tsgsu import TSGSU
-
-        return TSGSU(random_state=seed, **p)
-    if method == "cuu":
-        from weakkernels.baselines.su import CUU
-
-        return CUU(random_state=seed, **p)
-    if method == "susl":
-        from weakkernels.baselines.su import SUSL
-
-        return SUSL(random_state=seed, **p)
-    if method == "qsgs2auc":
-        from weakkernels import QSGS2AUC
-
-        return QSGS2AUC(random_state=seed, **p)
-    if method == "pnu_auc":
-        from weakkernels.baselines.auc import PNUAUC
-
-        return PNUAUC(**p)
-    if method == "supervised_auc":
-        from weakkernels.baselines.auc import SupervisedKernelAUC
-
-        return SupervisedKernelAUC(**p)
-    if method == "qns3vm":
-        from qns3vm_adapter import QNS3VMAdapter
-
-        return QNS3VMAdapter(seed=seed, **p)
-    if method == "pywsl_pnu":
-        from pywsl_adapter import PNUAdapter
-
-        return PNUAdapter(seed=seed, **p)
-    raise ValueError(f"unknown method {method!r}")
 
 
 class _RBFSGD(_LabeledOnly):
@@ -199,17 +227,11 @@ def tiny_problem(X, y, task: str):
     return X[idx], y[idx]
 
 
-def _warm_params(method, p):
-    """Parameters of the warm-up fits: the same estimator, a few iterations."""
-    q = dict(p)
-    if method in ("tsgs3vm", "frs3vm", "qsgs2auc", "tsgsu", "cuu"):
-        q.pop("n_passes", None)
-        q["max_iter"] = 3
-    if method == "qsgs2auc":
-        q["min_iter"] = 1
-    if method in ("cuu", "susl"):
-        q["n_centers"] = 20
-    return q
+def _warm_params(spec, p):
+    """Parameters of the warm-up fits: the same estimator with its catalogue
+    entry's ``warm`` overrides (a few iterations; None drops a parameter)."""
+    q = {**p, **spec.warm}
+    return {k: v for k, v in q.items() if v is not None}
 
 
 def scores(est, X):
@@ -239,9 +261,10 @@ def measure(job: dict) -> dict:
     Xv, yv = d["X_val"], d["y_val"]
     method, p, seed, task = job["method"], dict(job["params"]), job["seed"], job["task"]
     out = {"rss_before_fit_mb": _rss_mb()}
-    if method in OURS_NUMBA:
+    spec = catalogue_entry(method)
+    if spec is not None and spec.numba:
         Xs, ys = tiny_problem(X, y, task)
-        wp = _warm_params(method, p)
+        wp = _warm_params(spec, p)
         t = []
         for _ in range(2):
             t0 = time.perf_counter()
@@ -254,7 +277,8 @@ def measure(job: dict) -> dict:
     spent = [0.0]  # wall seconds spent inside the curve callback (excluded)
     spent_cpu = [0.0]  # CPU seconds spent inside it (excluded)
     t_fit0 = [0.0]
-    with_curve = method in CURVE_METHODS and bool(job.get("callback_every"))
+    with_curve = (spec is not None and spec.callback
+                  and bool(job.get("callback_every")))
     if with_curve:
 
         def callback(est, n_iter):

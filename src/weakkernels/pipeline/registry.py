@@ -2,8 +2,13 @@
 
 Explicit: every entry names its estimator class, imported at the top of this
 module (no lookup by string).  To add a model, import its class and add one
-:class:`ModelSpec` to :data:`MODELS`.  The scikit-learn baselines sit beside
-them in every
+:class:`ModelSpec` to :data:`MODELS`.  The catalogue is the one list of the
+project's estimators: besides the pipeline, the benchmark worker
+(``benchmarks/peers/worker.py``) builds and warms up its entries from it, and
+the tests run scikit-learn's common checks (``tests/test_common_*.py``), the
+bad-input catalogue and the model-file round trips over it, each with the
+settings an entry states (``check_params``, ``fast``, ``expected_failed_checks``).
+The scikit-learn baselines sit beside them in every
 comparison: ``svc`` (SVC on the labeled points), ``self_training``
 (``SelfTrainingClassifier(SVC)``), ``label_spreading`` (``LabelSpreading`` with the
 kNN kernel) and ``rff_sgd`` (``RBFSampler`` + ``SGDClassifier`` hinge loss on the
@@ -21,7 +26,7 @@ from __future__ import annotations
 import inspect
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,20 +37,23 @@ from sklearn.svm import SVC
 
 from weakkernels._artifact import load as load_model
 from weakkernels.baselines.auc import PNUAUC, ExactS2AUC
-from weakkernels.baselines.su import SUSL
+from weakkernels.baselines.su import CUU, SUSL
 from weakkernels.cccp_tsvm import CCCPTSVM, RampSVM
 from weakkernels.qsg_s2auc import QSGS2AUC
 from weakkernels.tsgs3vm import FRS3VM, TSGS3VM
 from weakkernels.tsgsu import TSGSU
 
 __all__ = [
+    "FITS_FULLY_LABELED_CHECKS",
     "MODELS",
+    "SPARSE_FIT_CHECKS",
     "FitContext",
     "ModelSpec",
     "ValidationMonitor",
     "build",
     "check_fixed_vs_searched",
     "load_model",
+    "make",
     "objective",
     "scores",
     "start_params",
@@ -81,6 +89,29 @@ class ModelSpec:
     # Classes whose constructor defaults seed the study's first trial
     # (start_params); the first class naming a searched parameter wins.
     start_from: tuple = ()
+    # What the benchmark worker and the tests read (entries with an estimator
+    # class of this package; None for the scikit-learn baselines):
+    cls: type | None = None  # the estimator class
+    c_star: bool = False  # weighs the unlabeled losses by C_star (S3VMs): a
+    #                       benchmark row must state it
+    numba: bool = False  # JIT-compiled: the worker times a warm-up fit
+    warm: dict = field(default_factory=dict)  # the warm-up fits' overrides
+    #                                           (None drops a parameter)
+    # Constructor keywords: ``fast`` for a quick fit on the tests' small data
+    # (120 rows); ``check_params`` one instance each under scikit-learn's common
+    # checks (few iterations), with ``expected_failed_checks`` (check -> reason).
+    fast: dict = field(default_factory=dict)
+    check_params: tuple[dict, ...] = ()
+    expected_failed_checks: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def data_kind(self) -> str:
+        """The tests' data layout: ``"su"`` (similar pairs + unlabeled),
+        ``"supervised"`` (fits on labeled rows only) or ``"semi"``
+        (``y == -1`` marks the unlabeled rows; the AUC tasks too)."""
+        if self.task == "su":
+            return "su"
+        return "supervised" if self.labeled_only else "semi"
 
 
 def _svc(p: dict, ctx: FitContext):
@@ -154,6 +185,80 @@ _C = ("float", 0.1, 1000.0, True)
 _SIGMA = ("float", 1e-2, 1e2, True)
 _LAM = ("float", 1e-6, 1e-1, True)
 
+# ------------------------------------------- scikit-learn's common checks ----
+# Checks that fit a classifier on fully labeled y (no y == -1): every
+# semi-supervised estimator here refuses that with "No unlabeled samples".
+FITS_FULLY_LABELED_CHECKS = (
+    "check_fit_score_takes_y",
+    "check_estimators_overwrite_params",
+    "check_dont_overwrite_parameters",
+    "check_estimators_fit_returns_self",
+    "check_readonly_memmap_input",
+    "check_n_features_in_after_fitting",
+    "check_positive_only_tag_during_fit",
+    "check_estimators_dtypes",
+    "check_dtype_object",
+    "check_pipeline_consistency",
+    "check_estimators_nan_inf",
+    "check_estimators_pickle",
+    "check_f_contiguous_array_estimator",
+    "check_classifier_data_not_an_array",
+    "check_classifiers_train",
+    "check_supervised_y_2d",
+    "check_non_transformer_estimators_n_iter",
+    "check_decision_proba_consistency",
+    "check_methods_sample_order_invariance",
+    "check_methods_subset_invariance",
+    "check_fit2d_1feature",
+    "check_dict_unchanged",
+    "check_fit_idempotent",
+    "check_fit_check_is_fitted",
+    "check_n_features_in",
+    "check_fit2d_predict1d",
+)
+# The sparse-input checks: they run once input_tags.sparse is True and fit on
+# class labels too (the sparse paths are tested in tests/test_sparse_*.py).
+SPARSE_FIT_CHECKS = (
+    "check_estimator_sparse_tag",
+    "check_estimator_sparse_array",
+    "check_estimator_sparse_matrix",
+)
+_NEEDS_UNLABELED = ("fits on fully labeled y; a semi-supervised estimator "
+                    "refuses it ('No unlabeled samples': y == -1 must mark some)")
+_STRING_LABELS = ("uses string labels; y must be numeric so that y == -1 can "
+                  "mark unlabeled samples")
+_SEMI_XFAIL = {
+    **{name: _NEEDS_UNLABELED for name in FITS_FULLY_LABELED_CHECKS},
+    **{name: _NEEDS_UNLABELED for name in SPARSE_FIT_CHECKS},
+    "check_classifiers_classes": _STRING_LABELS,
+}
+_SU_LAYOUT = ("fits on class labels (e.g. 0/1/2); SU needs y in {1 (similar "
+              "pairs), -1 (unlabeled)} and rejects them as malformed pairs")
+_SU_XFAIL = {
+    **{name: _SU_LAYOUT for name in FITS_FULLY_LABELED_CHECKS},
+    **{name: _SU_LAYOUT for name in SPARSE_FIT_CHECKS},
+    "check_classifiers_classes": _SU_LAYOUT,
+    "check_fit2d_1sample": (
+        "one sample cannot hold a pair and an unlabeled point; the error names "
+        "what is missing ('No unlabeled points') instead of '1 sample'"),
+    "check_classifiers_one_label": (
+        "a single class label is not SU input; it is rejected as malformed "
+        "pairs, not with the 'one class' message"),
+}
+# The closed-form learners (SUSL, the exact S2AUC, PNU-AUC) have no n_iter_,
+# so that check never fits them and passes.
+_SUSL_XFAIL = {k: v for k, v in _SU_XFAIL.items()
+               if k != "check_non_transformer_estimators_n_iter"}
+_EXACT_AUC_XFAIL = {k: v for k, v in _SEMI_XFAIL.items()
+                    if k != "check_non_transformer_estimators_n_iter"}
+_PLATT_XFAIL = {"check_classifiers_train": (
+    "Platt scaling fits an offset B, so argmax(predict_proba) can differ from "
+    "sign(decision_function) for points near f = 0 (as for "
+    "SVC(probability=True)); predict follows the decision function")}
+# Quick fits of the random-feature solvers on the tests' 120-row data.
+_FAST_DSG = {"max_iter": 20, "batch_size": 16, "block_size": 8, "random_state": 3}
+_WARM_DSG = {"n_passes": None, "max_iter": 3}  # a few iterations, whatever the row
+
 MODELS: dict[str, ModelSpec] = {
     "svc": ModelSpec("svc", "ssl", _svc, {"C": _C, "sigma_rel": _SIGMA},
                      labeled_only=True, start_from=(SVC,)),
@@ -175,7 +280,13 @@ MODELS: dict[str, ModelSpec] = {
     "tsgs3vm": ModelSpec(
         "tsgs3vm", "ssl", _ours(TSGS3VM, c_star=True),
         {"C": _C, "c_star_scale": _C_STAR_SCALE, "sigma_rel": _SIGMA},
-        callback=True, ours=True, start_from=(TSGS3VM,)),
+        callback=True, ours=True, start_from=(TSGS3VM,),
+        cls=TSGS3VM, c_star=True, numba=True, warm=_WARM_DSG, fast=_FAST_DSG,
+        check_params=({"block_size": 8, "max_features": 64, "max_iter": 10,
+                       "random_state": 0},
+                      {"features": "nystroem", "max_features": 32, "max_iter": 10,
+                       "random_state": 0}),
+        expected_failed_checks=_SEMI_XFAIL),
     # Paper 000's Algorithm 1 as printed (solver="sgd", fixed step gamma = eta0
     # = 1/eta with 0 <= log10 eta <= 3 as Sec. 6 searches; the other settings
     # are fixed in params.yaml models.fixed), so the report shows what the
@@ -184,20 +295,39 @@ MODELS: dict[str, ModelSpec] = {
         "tsgs3vm_sgd", "ssl", _ours(TSGS3VM, c_star=True),
         {"C": _C, "c_star_scale": _C_STAR_SCALE, "sigma_rel": _SIGMA,
          "eta0": ("float", 1e-3, 0.5, True)},
-        callback=True, ours=True, start_from=(TSGS3VM,)),
+        callback=True, ours=True, start_from=(TSGS3VM,),
+        cls=TSGS3VM, c_star=True, numba=True, warm=_WARM_DSG,
+        fast={**_FAST_DSG, "solver": "sgd"},
+        check_params=({"batch_size": 16, "block_size": 8, "max_iter": 5,
+                       "random_state": 0, "solver": "sgd"},),
+        expected_failed_checks=_SEMI_XFAIL),
     "frs3vm": ModelSpec(
         "frs3vm", "ssl", _ours(FRS3VM, c_star=True),
         {"C": _C, "c_star_scale": _C_STAR_SCALE, "sigma_rel": _SIGMA},
-        callback=True, ours=True, start_from=(FRS3VM,)),
+        callback=True, ours=True, start_from=(FRS3VM,),
+        cls=FRS3VM, c_star=True, numba=True, warm=_WARM_DSG,
+        fast={"max_iter": 20, "batch_size": 16, "n_components": 32,
+              "random_state": 3},
+        check_params=({"n_components": 16, "max_iter": 10, "random_state": 0},),
+        expected_failed_checks=_SEMI_XFAIL),
     "qsgs2auc": ModelSpec(
         "qsgs2auc", "auc", _ours(QSGS2AUC),
         # the default solver (L-BFGS) has no step size to search
         {"gamma": ("float", 0.0, 1.0, False), "sigma_rel": _SIGMA, "lam": _LAM},
-        callback=True, ours=True, start_from=(QSGS2AUC,)),
+        callback=True, ours=True, start_from=(QSGS2AUC,),
+        cls=QSGS2AUC, numba=True, warm={**_WARM_DSG, "min_iter": 1},
+        fast={**_FAST_DSG, "prior": 0.5},
+        check_params=({"batch_size": 16, "block_size": 8, "max_iter": 10,
+                       "random_state": 0},),
+        expected_failed_checks=_SEMI_XFAIL),
     "tsgsu": ModelSpec(
         "tsgsu", "su", _ours(TSGSU),
         {"sigma_rel": _SIGMA, "lam": _LAM},
-        callback=True, ours=True, start_from=(TSGSU,)),
+        callback=True, ours=True, start_from=(TSGSU,),
+        cls=TSGSU, numba=True, warm=_WARM_DSG, fast=_FAST_DSG,
+        check_params=({"max_iter": 5, "batch_size": 20, "block_size": 8,
+                       "random_state": 0},),
+        expected_failed_checks=_SU_XFAIL),
     # The exact-kernel peers of the two stochastic solvers above, on the same
     # splits with the same tuning budget: SUSL (Bao et al.'s closed-form SU
     # learner, paper 002's baseline; n_centers in params.yaml), the exact
@@ -208,24 +338,47 @@ MODELS: dict[str, ModelSpec] = {
     "susl": ModelSpec(
         "susl", "su", _ours(SUSL, callback=False),
         {"sigma_rel": _SIGMA, "lam": _LAM}, ours=True, peer=True,
-        start_from=(SUSL,)),
+        start_from=(SUSL,), cls=SUSL, warm={"n_centers": 20},
+        fast={"n_centers": 20, "random_state": 0},
+        check_params=({"n_centers": 20, "random_state": 0},),
+        expected_failed_checks=_SUSL_XFAIL),
+    # Lu et al.'s unbiased UU learner on the SU input (paper 002's other
+    # baseline), trained by minibatch SGD on center coefficients like SUSL's.
+    "cuu": ModelSpec(
+        "cuu", "su", _ours(CUU, callback=False),
+        {"sigma_rel": _SIGMA, "lam": _LAM}, ours=True, peer=True,
+        start_from=(CUU,), cls=CUU, numba=True,
+        warm={"max_iter": 3, "n_centers": 20},
+        fast={"max_iter": 5, "batch_size": 20, "n_centers": 20, "random_state": 0},
+        check_params=({"max_iter": 5, "batch_size": 20, "n_centers": 20,
+                       "random_state": 0},),
+        expected_failed_checks=_SU_XFAIL),
     "s2auc_exact": ModelSpec(
         "s2auc_exact", "auc", _ours(ExactS2AUC, callback=False),
         {"gamma": ("float", 0.0, 1.0, False), "sigma_rel": _SIGMA, "lam": _LAM},
-        ours=True, peer=True, start_from=(ExactS2AUC,)),
+        ours=True, peer=True, start_from=(ExactS2AUC,), cls=ExactS2AUC,
+        fast={"prior": 0.5}, check_params=({},),
+        expected_failed_checks=_EXACT_AUC_XFAIL),
     "pnu_auc": ModelSpec(
         "pnu_auc", "auc", _ours(PNUAUC, callback=False),
         {"eta": ("float", -1.0, 1.0, False), "sigma_rel": _SIGMA, "lam": _LAM},
-        ours=True, peer=True, start_from=(PNUAUC,)),
+        ours=True, peer=True, start_from=(PNUAUC,), cls=PNUAUC,
+        fast={"prior": 0.5}, check_params=({},),
+        expected_failed_checks=_EXACT_AUC_XFAIL),
     "cccp_tsvm": ModelSpec(
         "cccp_tsvm", "ssl", _ours(CCCPTSVM, c_star=True, callback=False),
         {"C": _C, "c_star_scale": _C_STAR_SCALE,
          "s": ("float", -0.9, 0.0, False), "sigma_rel": _SIGMA},
-        ours=True, start_from=(CCCPTSVM,)),
+        ours=True, start_from=(CCCPTSVM,),
+        cls=CCCPTSVM, c_star=True, numba=True, fast={"max_cccp_iter": 5},
+        check_params=({"max_cccp_iter": 5},), expected_failed_checks=_SEMI_XFAIL),
     "ramp_svm": ModelSpec(
         "ramp_svm", "ssl", _ours(RampSVM, callback=False),
         {"C": _C, "s": ("float", -0.9, 0.0, False), "sigma_rel": _SIGMA},
-        ours=True, labeled_only=True, start_from=(RampSVM,)),  # supervised (Alg. 1.2)
+        ours=True, labeled_only=True, start_from=(RampSVM,),  # supervised (Alg. 1.2)
+        cls=RampSVM, numba=True,
+        fast={"max_cccp_iter": 5, "init_fraction": 0.5, "random_state": 3},
+        check_params=({"max_cccp_iter": 5},), expected_failed_checks=_PLATT_XFAIL),
 }
 
 
@@ -323,6 +476,18 @@ def build(name: str, params: dict, fixed: dict, ctx: FitContext):
     if "sigma_rel" in merged:
         merged["sigma"] = float(merged.pop("sigma_rel")) * ctx.sigma_scale
     return spec.factory(merged, ctx)
+
+
+def make(name: str, params: dict, seed: int):
+    """The estimator of catalogue entry ``name`` with its constructor parameters
+    as given (``sigma``, ``C_star``: no search-space rule applies) and
+    ``random_state=seed`` where the class takes one: a benchmark row's model."""
+    cls = MODELS[name].cls
+    if cls is None:
+        raise ValueError(f"{name}: the catalogue entry names no estimator class")
+    if "random_state" in inspect.signature(cls).parameters:
+        return cls(random_state=seed, **params)
+    return cls(**params)
 
 
 def scores(est, X: np.ndarray) -> np.ndarray:
