@@ -6,8 +6,6 @@ import numpy as np
 import pytest
 from sklearn.svm import SVC
 from sklearn.utils._param_validation import InvalidParameterError
-from sklearn.utils.estimator_checks import parametrize_with_checks
-from tests._data import FITS_FULLY_LABELED_CHECKS
 
 import weakkernels
 from weakkernels import CCCPTSVM, RampSVM
@@ -372,45 +370,6 @@ def test_smo_iteration_cap_warns():
     X, y, _ = _noisy(100, seed=16)
     with pytest.warns(ConvergenceWarning, match="max_iter"):
         RampSVM(max_iter=3, sigma=0.5).fit(X, y)
-
-
-# ---------------------------------------------------------------- sklearn checks
-
-_FULLY_LABELED = (
-    "the check fits on fully labeled y; CCCPTSVM is transductive and raises "
-    "'No unlabeled samples' (y == -1 must mark some)"
-)
-_STRING_LABELS = (
-    "the check uses string labels; CCCPTSVM needs numeric y so that y == -1 "
-    "can mark unlabeled samples"
-)
-_PLATT = (
-    "Platt scaling fits an offset B, so argmax(predict_proba) can differ from "
-    "sign(decision_function) for points near f = 0 (as for "
-    "SVC(probability=True)); predict follows the decision function"
-)
-_CCCPTSVM_XFAIL = {name: _FULLY_LABELED for name in FITS_FULLY_LABELED_CHECKS}
-_CCCPTSVM_XFAIL["check_classifiers_classes"] = _STRING_LABELS
-# sparse input is accepted, so these checks now fit -- on fully
-# labeled y; tests/test_sparse_exact.py covers CCCPTSVM on sparse data
-for _name in ("check_estimator_sparse_tag", "check_estimator_sparse_array",
-              "check_estimator_sparse_matrix"):
-    _CCCPTSVM_XFAIL[_name] = _FULLY_LABELED
-
-
-def _expected_failed_checks(estimator):
-    if isinstance(estimator, CCCPTSVM):
-        return _CCCPTSVM_XFAIL
-    return {"check_classifiers_train": _PLATT}
-
-
-@parametrize_with_checks(
-    [RampSVM(max_cccp_iter=5), CCCPTSVM(max_cccp_iter=5)],
-    expected_failed_checks=_expected_failed_checks,
-    xfail_strict=True,
-)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
 
 
 def test_default_c_star_is_the_papers_heuristic_and_survives_save_load():

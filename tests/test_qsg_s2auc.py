@@ -11,9 +11,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 from sklearn.utils._param_validation import InvalidParameterError
-from sklearn.utils.estimator_checks import parametrize_with_checks
-from tests._data import FITS_FULLY_LABELED_CHECKS, two_gaussians
-from tests.test_sparse_rff import SPARSE_FIT_CHECKS
+from tests._data import two_gaussians
 
 from weakkernels import QSGS2AUC, load
 from weakkernels.baselines.auc import (
@@ -558,32 +556,3 @@ def test_model_file_layout_mismatch_is_rejected():
         QSGS2AUC()._set_artifact_state(meta, arrays)
 
 
-# ------------------------------------------------------- sklearn checks ----
-_FULLY_LABELED = (
-    "the check fits on fully labeled y; a semi-supervised AUC estimator raises "
-    "'No unlabeled samples' (y == -1 must mark some; Eq. (8) needs U)"
-)
-_STRING_LABELS = (
-    "the check uses string labels; y must be numeric so that y == -1 can mark "
-    "unlabeled samples"
-)
-
-
-def _expected_failed_checks(estimator):
-    table = {name: _FULLY_LABELED for name in FITS_FULLY_LABELED_CHECKS}
-    # sparse input is accepted: these checks fit fully
-    # labeled sparse data (our sparse tests: test_sparse_rff.py)
-    table.update({name: _FULLY_LABELED for name in SPARSE_FIT_CHECKS})
-    table["check_classifiers_classes"] = _STRING_LABELS
-    return table
-
-
-@parametrize_with_checks(
-    [QSGS2AUC(batch_size=16, block_size=8, max_iter=10, random_state=0)],
-    expected_failed_checks=_expected_failed_checks,
-    xfail_strict=True,
-)
-def test_sklearn_compatible(estimator, check):
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="prior=None")
-        check(estimator)

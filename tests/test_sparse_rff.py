@@ -27,15 +27,6 @@ from weakkernels.random_features import (
     csr_project,
 )
 
-# scikit-learn's sparse-input checks: they run once input_tags.sparse is True
-# and fit on fully labeled (class-label) y, which the semi-supervised and SU
-# estimators refuse by design -- each estimator test file lists them.
-SPARSE_FIT_CHECKS = (
-    "check_estimator_sparse_tag",
-    "check_estimator_sparse_array",
-    "check_estimator_sparse_matrix",
-)
-
 
 def _naive_project(X, W):
     """``X @ W`` by an explicit loop over the stored entries, in float64."""

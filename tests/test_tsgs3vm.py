@@ -7,9 +7,7 @@ import numba
 import numpy as np
 import pytest
 from sklearn.svm import SVC
-from sklearn.utils.estimator_checks import parametrize_with_checks
-from tests._data import FITS_FULLY_LABELED_CHECKS, two_gaussians
-from tests.test_sparse_rff import SPARSE_FIT_CHECKS
+from tests._data import two_gaussians
 
 from weakkernels import FRS3VM, TSGS3VM, ModelFormatError, load
 from weakkernels._dsg import FunctionalModel, step_size
@@ -344,45 +342,6 @@ def test_extreme_hyper_parameters_never_give_a_silent_nan_model(params):
         assert "eta0" in str(exc) or "C" in str(exc)
     else:
         assert np.all(np.isfinite(est.decision_function(X)))
-
-
-# ------------------------------------------------- scikit-learn checks ----
-# Our semi-supervised estimators need unlabeled samples (y == -1) by design; the
-# common checks fit on fully labeled data, so every check that fits a
-# classifier on such data is an expected failure with that reason. The checks
-# that run still cover construction, params, cloning and validation.
-NEEDS_UNLABELED = "requires unlabeled samples (y == -1); the check passes none"
-S3VM_EXPECTED = {name: NEEDS_UNLABELED for name in FITS_FULLY_LABELED_CHECKS}
-# sparse input is accepted (input_tags.sparse), so these checks now run; they
-# fit fully labeled sparse data (our own sparse tests: test_sparse_rff.py)
-S3VM_EXPECTED.update({name: NEEDS_UNLABELED for name in SPARSE_FIT_CHECKS})
-S3VM_EXPECTED["check_classifiers_classes"] = (
-    "the check uses string labels; y must be numeric so that y == -1 can mark "
-    "unlabeled samples"
-)
-
-
-def _expected(est):
-    from weakkernels.random_features import RandomFeatures
-
-    if isinstance(est, RandomFeatures):
-        return {}
-    return S3VM_EXPECTED
-
-
-@parametrize_with_checks(
-    [
-        TSGS3VM(block_size=8, max_features=64, max_iter=10, random_state=0),
-        FRS3VM(n_components=16, max_iter=10, random_state=0),
-        TSGS3VM(batch_size=16, block_size=8, max_iter=5, random_state=0,
-                solver="sgd"),
-        TSGS3VM(features="nystroem", max_features=32, max_iter=10,
-                random_state=0),
-    ],
-    expected_failed_checks=_expected,
-)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
 
 
 def test_out_of_core_memmap_gives_the_same_model(tmp_path):

@@ -13,8 +13,6 @@ import math
 import numba
 import numpy as np
 import pytest
-from sklearn.utils.estimator_checks import parametrize_with_checks
-from tests.test_sparse_rff import SPARSE_FIT_CHECKS
 
 from weakkernels import load
 from weakkernels.baselines.su import CUU, SUSL
@@ -593,62 +591,6 @@ def test_step_size_too_large_is_rejected():
         TSGSU(solver="sgd", prior=0.7, eta0=100.0, lam=0.1).fit(X, y)
     # the step size belongs to the SGD solver only
     TSGSU(prior=0.7, eta0=100.0, lam=0.1, max_iter=5).fit(X, y)
-
-
-# ---------------------------------------------------------------------------
-# scikit-learn common checks
-# ---------------------------------------------------------------------------
-# SU input: fit(X, y) needs y in {1 (pair rows, consecutive pairs), -1
-# (unlabeled)}. Every check that fits on ordinary class labels (0/1, 1/2,
-# strings, one class, ...) therefore hits our "malformed pairs" ValueError.
-_LAYOUT = ("fits on class labels (e.g. 0/1/2); SU needs y in {1 (similar pairs), "
-           "-1 (unlabeled)} and rejects them as malformed pairs")
-_FAILS = {
-    name: _LAYOUT
-    for name in (
-        "check_fit_score_takes_y", "check_estimators_overwrite_params",
-        "check_dont_overwrite_parameters", "check_estimators_fit_returns_self",
-        "check_readonly_memmap_input", "check_n_features_in_after_fitting",
-        "check_estimators_dtypes", "check_dtype_object", "check_pipeline_consistency",
-        "check_estimators_nan_inf", "check_estimators_pickle",
-        "check_f_contiguous_array_estimator", "check_classifier_data_not_an_array",
-        "check_classifiers_classes", "check_classifiers_train",
-        "check_supervised_y_2d", "check_non_transformer_estimators_n_iter",
-        "check_decision_proba_consistency", "check_methods_sample_order_invariance",
-        "check_methods_subset_invariance", "check_dict_unchanged",
-        "check_fit_idempotent", "check_fit_check_is_fitted", "check_n_features_in",
-        "check_fit2d_predict1d", "check_fit2d_1feature",
-        "check_positive_only_tag_during_fit",
-    )
-}
-# sparse input is accepted, so these run and fit on class
-# labels too (our sparse tests: test_sparse_rff.py)
-_FAILS.update({name: _LAYOUT for name in SPARSE_FIT_CHECKS})
-_FAILS.update({
-    "check_fit2d_1sample": "one sample cannot hold a pair and an unlabeled point; "
-    "our error names what is missing ('No unlabeled points') instead of "
-    "'1 sample'",
-    "check_classifiers_one_label": "a single class label is not SU input; it is "
-    "rejected as malformed pairs, not with the 'one class' message",
-})
-
-
-@parametrize_with_checks(
-    [
-        TSGSU(max_iter=5, batch_size=20, block_size=8, random_state=0),
-        CUU(max_iter=5, batch_size=20, n_centers=20, random_state=0),
-        SUSL(n_centers=20, random_state=0),
-    ],
-    expected_failed_checks=lambda est: {
-        k: v for k, v in _FAILS.items()
-        # SUSL has no n_iter_, so that check never fits it and passes
-        if not (
-            isinstance(est, SUSL) and k == "check_non_transformer_estimators_n_iter"
-        )
-    },
-)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
 
 
 def test_auto_prior_with_too_few_unlabeled_points_is_refused_clearly():
