@@ -63,43 +63,37 @@ class EstSpec:
     stochastic: bool
 
 
-def _tsgs3vm(**kw):
-    return wk.TSGS3VM(**{"max_iter": 20, "batch_size": 16, "block_size": 8,
-                         "random_state": 3, **kw})
+DATA = {"semi": semi_data, "su": su_data, "supervised": sup_data}
 
 
-def _frs3vm(**kw):
-    return wk.FRS3VM(**{"max_iter": 20, "batch_size": 16, "n_components": 32,
-                        "random_state": 3, **kw})
+def _make(cls, fast, **kw):
+    return cls(**{**fast, **kw})
 
 
-def _tsgsu(**kw):
-    return wk.TSGSU(**{"max_iter": 20, "batch_size": 16, "block_size": 8,
-                       "random_state": 3, **kw})
+def catalogue_estimators(*, peers: bool = False) -> dict[str, EstSpec]:
+    """One :class:`EstSpec` per estimator class of the model catalogue
+    (``weakkernels.pipeline.registry.MODELS``), made with the ``fast`` settings
+    of the first entry naming the class, on the data of its ``data_kind``.
+
+    The bad-input catalogue covers the papers' solvers; the exact peers built
+    for the comparisons (``peer`` entries: SUSL, CUU, PNU-AUC, the exact
+    S2AUC) only with ``peers=True`` (the model-file round trips)."""
+    from weakkernels.pipeline import registry
+
+    out: dict[str, EstSpec] = {}
+    for spec in registry.MODELS.values():
+        if spec.cls is None or (spec.peer and not peers) \
+                or spec.cls.__name__ in out:
+            continue
+        params = spec.cls().get_params()
+        out[spec.cls.__name__] = EstSpec(
+            functools.partial(_make, spec.cls, dict(spec.fast)),
+            DATA[spec.data_kind], spec.data_kind,
+            "C" if "C" in params else "lam", "batch_size" in params)
+    return out
 
 
-def _qsgs2auc(**kw):
-    return wk.QSGS2AUC(**{"max_iter": 20, "batch_size": 16, "block_size": 8,
-                          "prior": 0.5, "random_state": 3, **kw})
-
-
-def _cccp(**kw):
-    return wk.CCCPTSVM(**{"max_cccp_iter": 5, **kw})
-
-
-def _ramp(**kw):
-    return wk.RampSVM(**{"max_cccp_iter": 5, "init_fraction": 0.5,
-                         "random_state": 3, **kw})
-
-
-ESTIMATORS: dict[str, EstSpec] = {
-    "TSGS3VM": EstSpec(_tsgs3vm, semi_data, "semi", "C", True),
-    "FRS3VM": EstSpec(_frs3vm, semi_data, "semi", "C", True),
-    "TSGSU": EstSpec(_tsgsu, su_data, "su", "lam", True),
-    "QSGS2AUC": EstSpec(_qsgs2auc, semi_data, "semi", "lam", True),
-    "CCCPTSVM": EstSpec(_cccp, semi_data, "semi", "C", False),
-    "RampSVM": EstSpec(_ramp, sup_data, "supervised", "C", False),
-}
+ESTIMATORS: dict[str, EstSpec] = catalogue_estimators()
 
 
 def available_estimators() -> list[str]:
