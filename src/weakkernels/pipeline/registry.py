@@ -177,6 +177,17 @@ def _ours(cls: type, *, c_star: bool = False, callback: bool = True):
     return factory
 
 
+def _ours_spec(name: str, task: str, cls: type, space: dict, *,
+               c_star: bool = False, callback: bool = True, **kw) -> ModelSpec:
+    """The catalogue entry of an estimator of this package: its factory
+    (:func:`_ours`), its constructor defaults as the first trial, and the
+    fields the worker and the tests read (``kw``: ``numba``, ``warm``,
+    ``fast``, ``check_params``, ``expected_failed_checks``, ``peer``, ...)."""
+    return ModelSpec(name, task, _ours(cls, c_star=c_star, callback=callback),
+                     space, callback=callback, ours=True, start_from=(cls,),
+                     cls=cls, c_star=c_star, **kw)
+
+
 # Below C ~ 0.1 an RBF machine on 50-200 labeled points is nearly constant and
 # its sign is decided by the bias alone (an accident of the tuning split).
 _C = ("float", 0.1, 1000.0, True)
@@ -277,11 +288,10 @@ MODELS: dict[str, ModelSpec] = {
     # TSGS3VM/FRS3VM weigh the *sum* of the labeled losses by C, as SVC and
     # CCCP-TSVM do, so all three search the same C range; C* = c_star_scale *
     # C n_l / n_u as for CCCP-TSVM. The default solver (L-BFGS) has no step.
-    "tsgs3vm": ModelSpec(
-        "tsgs3vm", "ssl", _ours(TSGS3VM, c_star=True),
+    "tsgs3vm": _ours_spec(
+        "tsgs3vm", "ssl", TSGS3VM,
         {"C": _C, "c_star_scale": _C_STAR_SCALE, "sigma_rel": _SIGMA},
-        callback=True, ours=True, start_from=(TSGS3VM,),
-        cls=TSGS3VM, c_star=True, numba=True, warm=_WARM_DSG, fast=_FAST_DSG,
+        c_star=True, numba=True, warm=_WARM_DSG, fast=_FAST_DSG,
         check_params=({"block_size": 8, "max_features": 64, "max_iter": 10,
                        "random_state": 0},
                       {"features": "nystroem", "max_features": 32, "max_iter": 10,
@@ -291,40 +301,35 @@ MODELS: dict[str, ModelSpec] = {
     # = 1/eta with 0 <= log10 eta <= 3 as Sec. 6 searches; the other settings
     # are fixed in params.yaml models.fixed), so the report shows what the
     # default solver buys.
-    "tsgs3vm_sgd": ModelSpec(
-        "tsgs3vm_sgd", "ssl", _ours(TSGS3VM, c_star=True),
+    "tsgs3vm_sgd": _ours_spec(
+        "tsgs3vm_sgd", "ssl", TSGS3VM,
         {"C": _C, "c_star_scale": _C_STAR_SCALE, "sigma_rel": _SIGMA,
          "eta0": ("float", 1e-3, 0.5, True)},
-        callback=True, ours=True, start_from=(TSGS3VM,),
-        cls=TSGS3VM, c_star=True, numba=True, warm=_WARM_DSG,
+        c_star=True, numba=True, warm=_WARM_DSG,
         fast={**_FAST_DSG, "solver": "sgd"},
         check_params=({"batch_size": 16, "block_size": 8, "max_iter": 5,
                        "random_state": 0, "solver": "sgd"},),
         expected_failed_checks=_SEMI_XFAIL),
-    "frs3vm": ModelSpec(
-        "frs3vm", "ssl", _ours(FRS3VM, c_star=True),
+    "frs3vm": _ours_spec(
+        "frs3vm", "ssl", FRS3VM,
         {"C": _C, "c_star_scale": _C_STAR_SCALE, "sigma_rel": _SIGMA},
-        callback=True, ours=True, start_from=(FRS3VM,),
-        cls=FRS3VM, c_star=True, numba=True, warm=_WARM_DSG,
+        c_star=True, numba=True, warm=_WARM_DSG,
         fast={"max_iter": 20, "batch_size": 16, "n_components": 32,
               "random_state": 3},
         check_params=({"n_components": 16, "max_iter": 10, "random_state": 0},),
         expected_failed_checks=_SEMI_XFAIL),
-    "qsgs2auc": ModelSpec(
-        "qsgs2auc", "auc", _ours(QSGS2AUC),
+    "qsgs2auc": _ours_spec(
+        "qsgs2auc", "auc", QSGS2AUC,
         # the default solver (L-BFGS) has no step size to search
         {"gamma": ("float", 0.0, 1.0, False), "sigma_rel": _SIGMA, "lam": _LAM},
-        callback=True, ours=True, start_from=(QSGS2AUC,),
-        cls=QSGS2AUC, numba=True, warm={**_WARM_DSG, "min_iter": 1},
+        numba=True, warm={**_WARM_DSG, "min_iter": 1},
         fast={**_FAST_DSG, "prior": 0.5},
         check_params=({"batch_size": 16, "block_size": 8, "max_iter": 10,
                        "random_state": 0},),
         expected_failed_checks=_SEMI_XFAIL),
-    "tsgsu": ModelSpec(
-        "tsgsu", "su", _ours(TSGSU),
-        {"sigma_rel": _SIGMA, "lam": _LAM},
-        callback=True, ours=True, start_from=(TSGSU,),
-        cls=TSGSU, numba=True, warm=_WARM_DSG, fast=_FAST_DSG,
+    "tsgsu": _ours_spec(
+        "tsgsu", "su", TSGSU, {"sigma_rel": _SIGMA, "lam": _LAM},
+        numba=True, warm=_WARM_DSG, fast=_FAST_DSG,
         check_params=({"max_iter": 5, "batch_size": 20, "block_size": 8,
                        "random_state": 0},),
         expected_failed_checks=_SU_XFAIL),
@@ -335,48 +340,43 @@ MODELS: dict[str, ModelSpec] = {
     # (Sakai et al., paper 003's baseline; its trade-off eta in [-1, 1] as
     # paper 003 searches it). Same sigma_rel / lam ranges as their
     # stochastic counterparts.
-    "susl": ModelSpec(
-        "susl", "su", _ours(SUSL, callback=False),
-        {"sigma_rel": _SIGMA, "lam": _LAM}, ours=True, peer=True,
-        start_from=(SUSL,), cls=SUSL, warm={"n_centers": 20},
+    "susl": _ours_spec(
+        "susl", "su", SUSL, {"sigma_rel": _SIGMA, "lam": _LAM}, callback=False,
+        peer=True, warm={"n_centers": 20},
         fast={"n_centers": 20, "random_state": 0},
         check_params=({"n_centers": 20, "random_state": 0},),
         expected_failed_checks=_SUSL_XFAIL),
     # Lu et al.'s unbiased UU learner on the SU input (paper 002's other
     # baseline), trained by minibatch SGD on center coefficients like SUSL's.
-    "cuu": ModelSpec(
-        "cuu", "su", _ours(CUU, callback=False),
-        {"sigma_rel": _SIGMA, "lam": _LAM}, ours=True, peer=True,
-        start_from=(CUU,), cls=CUU, numba=True,
+    "cuu": _ours_spec(
+        "cuu", "su", CUU, {"sigma_rel": _SIGMA, "lam": _LAM}, callback=False,
+        peer=True, numba=True,
         warm={"max_iter": 3, "n_centers": 20},
         fast={"max_iter": 5, "batch_size": 20, "n_centers": 20, "random_state": 0},
         check_params=({"max_iter": 5, "batch_size": 20, "n_centers": 20,
                        "random_state": 0},),
         expected_failed_checks=_SU_XFAIL),
-    "s2auc_exact": ModelSpec(
-        "s2auc_exact", "auc", _ours(ExactS2AUC, callback=False),
+    "s2auc_exact": _ours_spec(
+        "s2auc_exact", "auc", ExactS2AUC,
         {"gamma": ("float", 0.0, 1.0, False), "sigma_rel": _SIGMA, "lam": _LAM},
-        ours=True, peer=True, start_from=(ExactS2AUC,), cls=ExactS2AUC,
-        fast={"prior": 0.5}, check_params=({},),
+        callback=False, peer=True, fast={"prior": 0.5}, check_params=({},),
         expected_failed_checks=_EXACT_AUC_XFAIL),
-    "pnu_auc": ModelSpec(
-        "pnu_auc", "auc", _ours(PNUAUC, callback=False),
+    "pnu_auc": _ours_spec(
+        "pnu_auc", "auc", PNUAUC,
         {"eta": ("float", -1.0, 1.0, False), "sigma_rel": _SIGMA, "lam": _LAM},
-        ours=True, peer=True, start_from=(PNUAUC,), cls=PNUAUC,
-        fast={"prior": 0.5}, check_params=({},),
+        callback=False, peer=True, fast={"prior": 0.5}, check_params=({},),
         expected_failed_checks=_EXACT_AUC_XFAIL),
-    "cccp_tsvm": ModelSpec(
-        "cccp_tsvm", "ssl", _ours(CCCPTSVM, c_star=True, callback=False),
+    "cccp_tsvm": _ours_spec(
+        "cccp_tsvm", "ssl", CCCPTSVM,
         {"C": _C, "c_star_scale": _C_STAR_SCALE,
          "s": ("float", -0.9, 0.0, False), "sigma_rel": _SIGMA},
-        ours=True, start_from=(CCCPTSVM,),
-        cls=CCCPTSVM, c_star=True, numba=True, fast={"max_cccp_iter": 5},
+        c_star=True, callback=False, numba=True, fast={"max_cccp_iter": 5},
         check_params=({"max_cccp_iter": 5},), expected_failed_checks=_SEMI_XFAIL),
-    "ramp_svm": ModelSpec(
-        "ramp_svm", "ssl", _ours(RampSVM, callback=False),
+    "ramp_svm": _ours_spec(
+        "ramp_svm", "ssl", RampSVM,
         {"C": _C, "s": ("float", -0.9, 0.0, False), "sigma_rel": _SIGMA},
-        ours=True, labeled_only=True, start_from=(RampSVM,),  # supervised (Alg. 1.2)
-        cls=RampSVM, numba=True,
+        callback=False, labeled_only=True,  # supervised (Alg. 1.2)
+        numba=True,
         fast={"max_cccp_iter": 5, "init_fraction": 0.5, "random_state": 3},
         check_params=({"max_cccp_iter": 5},), expected_failed_checks=_PLATT_XFAIL),
 }
