@@ -142,8 +142,9 @@ def test_peer_worker_builds_a_catalogued_toy(toy_in_catalogue):
     assert worker.catalogue_entry(TOY) is toy_in_catalogue
     assert worker.catalogue_entry("label_spreading") is None  # the worker's own
     assert worker._warm_params(
-        registry.MODELS["tsgsu"], {"lam": 0.1, "n_passes": 5, "max_iter": 50}
-    ) == {"lam": 0.1, "max_iter": 3}
+        registry.MODELS["tsgsu"],
+        {"lam": 0.1, "prior": None, "n_passes": 5, "max_iter": 50},
+    ) == {"lam": 0.1, "prior": None, "max_iter": 3}
 
 
 def test_peer_worker_sets_come_from_the_catalogue():

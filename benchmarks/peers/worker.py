@@ -231,7 +231,7 @@ def _warm_params(spec, p):
     """Parameters of the warm-up fits: the same estimator with its catalogue
     entry's ``warm`` overrides (a few iterations; None drops a parameter)."""
     q = {**p, **spec.warm}
-    return {k: v for k, v in q.items() if v is not None}
+    return {k: v for k, v in q.items() if k not in spec.warm or v is not None}
 
 
 def scores(est, X):
