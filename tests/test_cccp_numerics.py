@@ -1,5 +1,5 @@
 """The exact-kernel CCCP estimators never hang and
-never return a NaN or constant model silently (RELIABILITY.md, round two)."""
+never return a NaN or constant model silently (RELIABILITY.md, section "Numerics")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Model files from untrusted places (RELIABILITY.md,
-round two). Every malformed file raises ModelFormatError naming the member;
+section "Numerics"). Every malformed file raises ModelFormatError naming the member;
 nothing is inflated or allocated beyond bounds checked from the headers; the
 feature names seen in fit survive save and load."""
 

@@ -1,5 +1,5 @@
 """Float32 random features when ||omega|| ||x|| is large
-(RELIABILITY.md, round two). The fast cosine is checked against np.cos in
+(RELIABILITY.md, section "Numerics"). The fast cosine is checked against np.cos in
 float64; inputs whose phases float32 cannot hold are refused at the boundary."""
 
 from __future__ import annotations

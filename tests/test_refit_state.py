@@ -1,5 +1,6 @@
-"""A fit that fails leaves the estimator's fitted state as it was (RELIABILITY.md
-round two, item 6): no new width next to old coefficients, no read past arrays."""
+"""A fit that fails leaves the estimator's fitted state as it was (RELIABILITY.md,
+section "Numerics", row 6): no new width next to old coefficients, no read
+past arrays."""
 
 import functools
 
@@ -46,7 +47,7 @@ def test_failed_first_fit_leaves_an_unfitted_estimator():
 
 
 def test_default_expansion_respects_the_documented_memory_budget():
-    """RELIABILITY round two, item 5: the L-BFGS expansion's feature matrix
+    """RELIABILITY.md, section "Numerics", row 5: the L-BFGS expansion's feature matrix
     (rows x D) and frequencies (d x D) stay within the budgets of
     ``_dsg.primal_features`` above the 1024-feature floor."""
     from weakkernels._dsg import primal_features

@@ -1,7 +1,7 @@
-"""Model files and stage outputs on the file system (RELIABILITY.md, round
-three, causes F and G): written with the user's umask, never renamed over a
-device or FIFO; ``load`` refuses non-regular files and oversized files before
-reading them."""
+"""Model files and stage outputs on the file system (RELIABILITY.md,
+section "Sparse structure", causes F and G): written with the user's umask,
+never renamed over a device or FIFO; ``load`` refuses non-regular files and
+oversized files before reading them."""
 
 from __future__ import annotations
 

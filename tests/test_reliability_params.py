@@ -1,5 +1,5 @@
 """``params.yaml`` names checked against the registries at ``load_params``
-(RELIABILITY.md, round three, cause J)."""
+(RELIABILITY.md, section "Sparse structure", cause J)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""The serving edge (RELIABILITY.md, round three, causes H and I): the pyfunc
-model validates raw rows -- column names by name, width, finiteness, range --
-before the ``prepare`` scaling, whose clipping used to hide bad values."""
+"""The serving edge (RELIABILITY.md, section "Sparse structure", causes H and
+I): the pyfunc model validates raw rows -- column names by name, width,
+finiteness, range -- before the ``prepare`` scaling, whose clipping used to
+hide bad values."""
 
 from __future__ import annotations
 

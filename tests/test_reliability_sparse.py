@@ -1,5 +1,5 @@
-"""Sparse input never reaches compiled code unchecked (RELIABILITY.md, round
-three, cause A).
+"""Sparse input never reaches compiled code unchecked (RELIABILITY.md,
+section "Sparse structure", cause A).
 
 scipy builds a CSR matrix with O(1) checks only, and its ``indices`` /
 ``indptr`` can be edited afterwards; before the boundary checked them

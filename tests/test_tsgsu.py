@@ -594,7 +594,7 @@ def test_step_size_too_large_is_rejected():
 
 
 def test_auto_prior_with_too_few_unlabeled_points_is_refused_clearly():
-    """RELIABILITY round two, item 4: numpy's quantile message before."""
+    """RELIABILITY.md, section "Numerics", row 4: numpy's quantile message before."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(80, 3))
     y = np.r_[np.ones(20, int), -np.ones(60, int)]

@@ -386,7 +386,7 @@ def _restoring_state(fit):
     our own checks can refuse the labels, so a failed refit (new width, no
     labeled point) used to leave the new width next to the old coefficients --
     and compiled prediction code then read past its arrays (RELIABILITY.md,
-    round two). Fits assign new objects to their attributes (never mutate old
+    section "Numerics"). Fits assign new objects to their attributes (never mutate old
     ones in place), so a shallow copy of ``__dict__`` is the whole state.
     """
 

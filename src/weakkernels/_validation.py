@@ -43,9 +43,10 @@ def check_sparse_structure(X) -> None:
     only, and its attributes can be reassigned afterwards; format conversion
     (C++) and our numba kernels then index memory with those values unchecked
     -- an out-of-range column killed the process with SIGSEGV (RELIABILITY.md,
-    round three). This is ``check_format(full_check=True)`` without its side
-    effects (scipy's prunes and recasts the arrays in place): a few vectorized
-    O(nnz + n_rows) reductions, run before any conversion or kernel. Raises
+    section "Sparse structure"). This is ``check_format(full_check=True)``
+    without its side effects (scipy's prunes and recasts the arrays in
+    place): a few vectorized O(nnz + n_rows) reductions, run before any
+    conversion or kernel. Raises
     ``ValueError`` naming the first bad entry.
     """
     fmt = X.format
