@@ -1,7 +1,11 @@
 """The random-feature estimators on dask arrays: the chunked L-BFGS objective
 computed on Dask workers (weakkernels._dask) gives the in-memory model.
 
-One LocalCluster of two worker processes serves the module. The dask path
+One LocalCluster of two worker processes serves the module. A level of the
+solver whose features fit the client's hold budget is evaluated in the client
+on its gathered rows (the in-memory solver's own point set: the same bits);
+the tests of the workers' path set that budget to zero (``streamed``), so
+every level streams, in memory and on the workers alike. The dask path
 adds the chunk partials grouped by Dask chunk, the in-memory solver in
 2048-row chunks: the rounding differs by ~1e-16 per evaluation. In float32
 with the default tolerance that moves where L-BFGS stops (up to ~5e-4
@@ -32,7 +36,7 @@ from tests.test_pipeline_sparse import (
 from tests.test_tsgsu import su_problem
 
 from _pipeline import params as repo_params
-from weakkernels import FRS3VM, QSGS2AUC, TSGS3VM, TSGSU
+from weakkernels import FRS3VM, QSGS2AUC, TSGS3VM, TSGSU, _dsg
 from weakkernels.pipeline.fitting import train
 from weakkernels.pipeline.preparation import prepare
 from weakkernels.pipeline.splitting import make_splits
@@ -50,6 +54,13 @@ def client():
                                   processes=True, dashboard_address=None) as cluster:
         with distributed.Client(cluster) as c:
             yield c
+
+
+@pytest.fixture
+def streamed(monkeypatch):
+    """No level's features are held: every level streams, so every
+    evaluation runs as tasks on the workers (and in memory, regenerated)."""
+    monkeypatch.setattr(_dsg, "primal_cache_bytes", lambda: 0)
 
 
 def _semi(seed=0):
@@ -85,7 +96,7 @@ def _dask(X, y, sparse):
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
 @pytest.mark.parametrize("name", list(ESTIMATORS))
-def test_dask_fit_is_the_in_memory_fit(client, name, sparse):
+def test_dask_fit_is_the_in_memory_fit(client, streamed, name, sparse):
     make, data = ESTIMATORS[name]
     X, y = data()
     ref = make().fit(sp.csr_matrix(X) if sparse else X, y)
@@ -103,7 +114,21 @@ def test_dask_fit_is_the_in_memory_fit(client, name, sparse):
                                est.predict_proba(X), rtol=1e-12)
 
 
-def test_dask_fit_does_not_depend_on_the_workers(client):
+def test_held_levels_are_the_in_memory_fit_bit_for_bit(client):
+    """Levels that fit the hold budget run in the client on their gathered
+    rows, with the in-memory solver's chunks and sums: the same bits as the
+    NumPy fit (the worker path's per-Dask-chunk sums round differently), and
+    so the same model for any number of workers."""
+    X, y = _semi(seed=4)
+    make = lambda: TSGS3VM(features="fourier", max_features=128,  # noqa: E731
+                           sigma=0.5, **_OPT)
+    ref = make().fit(X, y)
+    est = make().fit(*_dask(X, y, False))
+    np.testing.assert_array_equal(est.coef_, ref.coef_)
+    np.testing.assert_array_equal(est.intercept_, ref.intercept_)
+
+
+def test_dask_fit_does_not_depend_on_the_workers(client, streamed):
     """Partials are added in chunk order: one worker or two, the same bits."""
     X, y = _semi(seed=3)
     Xd, yd = _dask(X, y, False)
@@ -118,9 +143,9 @@ def test_dask_fit_does_not_depend_on_the_workers(client):
     np.testing.assert_array_equal(one.intercept_, two.intercept_)
 
 
-def test_worker_killed_mid_fit_gives_the_same_model(client):
-    """A worker killed between two annealing stages loses its chunks, held
-    features and selections; the scheduler recomputes them on the other
+def test_worker_killed_mid_fit_gives_the_same_model(client, streamed):
+    """A worker killed between two annealing stages loses its chunks and
+    selections; the scheduler recomputes them on the other
     worker (and the restarted one) from the graph, and the model is the one
     of an undisturbed fit, bit for bit -- never a model without the chunk."""
     X, y = _semi(seed=5)

@@ -16,12 +16,19 @@ the model depends on the chunking of ``X``, never on the number of workers or
 on which worker ran what; a task lost with its worker is recomputed from the
 graph and gives the same partial.
 
+A level of the solver whose features the in-memory solver would hold (they
+fit :func:`weakkernels._dsg.primal_cache_bytes` of the client) is not sent to
+the workers at all: its rows are gathered to the client once and it is
+evaluated there exactly as in memory (:meth:`DaskRows.primal_set`). Those are
+the small levels where L-BFGS makes most of its evaluations, each a few
+milliseconds of arithmetic -- as tasks, one per Dask chunk, every evaluation
+cost 80 times that in scheduling.
+
 Memory on a worker: its chunks of ``X`` (a chunk may be a read-only memory map
 of a ``.npy`` file -- ``np.load(path, mmap_mode="r")`` -- then a task reads it
 and drops the pages it touched from the worker's resident set afterwards, so
-the rows cost the worker one chunk at a time, not its share of the set), and
-the features of a level it holds (only when that worker's share fits a quarter
-of its ``memory_limit``, see :meth:`DaskRows.primal_set`).
+the rows cost the worker one chunk at a time, not its share of the set) and
+the features of one sub-chunk; a worker holds no features between tasks.
 
 Importing this module does not import dask: numpy users pay nothing, and a
 dask input without dask installed cannot exist.
@@ -36,14 +43,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from weakkernels._dsg import (
-    PRIMAL_CACHE_FRACTION,
     PRIMAL_CHUNK_ROWS,
     RowLoss,
+    _PrimalSet,
     add_in_order,
     fused_chunk,
     primal_chunk,
 )
-from weakkernels.random_features import as_compute_rows, blas_single_thread
+from weakkernels.random_features import as_compute_rows
 
 _INSTALL_HINT = "pip install 'weakkernels[dask]'"
 
@@ -112,11 +119,30 @@ _FREQUENCIES: dict = {}
 _FREQUENCIES_KEPT = 4
 
 
+# One threadpoolctl controller per worker process: ``threadpool_limits``
+# (weakkernels.random_features.blas_single_thread) inspects every loaded
+# library at each call -- 3.8 ms of CPU measured in a process that imported
+# scikit-learn, more than a small chunk task's own arithmetic -- while a
+# controller made once sets the same limit in 0.02 ms. The task functions
+# import numpy, scipy and scikit-learn (through weakkernels) before the first
+# call, so every BLAS the tasks use is loaded when it is made.
+_CONTROLLER = []
+
+
+def _one_blas_thread():
+    """The one-BLAS-thread context of the in-memory solver, for a task."""
+    if not _CONTROLLER:
+        from threadpoolctl import ThreadpoolController
+
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0].limit(limits=1, user_api="blas")
+
+
 def _frequencies(shared):
     token, spec, n_blocks = shared
     got = _FREQUENCIES.get(token)
     if got is None:
-        with blas_single_thread():
+        with _one_blas_thread():
             got = spec.blocks(0, n_blocks)
         while len(_FREQUENCIES) >= _FREQUENCIES_KEPT:
             _FREQUENCIES.pop(next(iter(_FREQUENCIES)))
@@ -158,14 +184,10 @@ def _sub(local, c0: int, c1: int):
     return local[c0:c1]
 
 
-def _chunks(shared, norm, block, local, held=None):
+def _chunks(shared, norm, block, local):
     """``(c0, c1, psi)`` of the selected rows of one Dask chunk, in
-    sub-chunks of :data:`PRIMAL_CHUNK_ROWS` rows: the ``held`` ones, or
-    regenerated from the frequencies."""
-    if held is not None:
-        for c0, c1, P in held:
-            yield c0, c1, _aligned(P)
-        return
+    sub-chunks of :data:`PRIMAL_CHUNK_ROWS` rows, regenerated from the
+    frequencies."""
     spec = shared[1]
     W, second = _frequencies(shared)
     n = _n_rows(local)
@@ -188,47 +210,40 @@ def _aligned(a):
     return np.require(a, requirements=["A"])
 
 
-def _hold_task(shared, norm, block, sel):
-    """The features of a chunk's selected rows, kept on its worker while the
-    solver is on this level (when the level's features fit the budget)."""
-    with blas_single_thread():
-        return list(_chunks(shared, norm, block, sel[0]))
-
-
-def _forward_task(shared, norm, block, sel, held, v32):
+def _forward_task(shared, norm, block, sel, v32):
     v32 = _aligned(v32)
-    with blas_single_thread():
+    with _one_blas_thread():
         parts = [(P @ v32).astype(np.float64)
-                 for _, _, P in _chunks(shared, norm, block, sel[0], held)]
+                 for _, _, P in _chunks(shared, norm, block, sel[0])]
     return np.concatenate(parts) if parts else np.zeros((0, v32.shape[1]))
 
 
-def _backward_task(shared, norm, block, sel, held, g32):
+def _backward_task(shared, norm, block, sel, g32):
     g32 = _aligned(g32)
     out = np.zeros((shared[2] * shared[1].block_size, g32.shape[1]))
-    with blas_single_thread():
-        for c0, c1, P in _chunks(shared, norm, block, sel[0], held):
+    with _one_blas_thread():
+        for c0, c1, P in _chunks(shared, norm, block, sel[0]):
             out = out + (P.T @ g32[c0:c1]).astype(np.float64)
     return out
 
 
-def _fused_task(shared, norm, block, sel, held, pointwise, v32, shift, s, m, w):
+def _fused_task(shared, norm, block, sel, pointwise, v32, shift, s, m, w):
     fn = RowLoss(pointwise, s, m, w)
     v32, shift = _aligned(v32), _aligned(shift)
     local, rows = sel
     parts = []
-    with blas_single_thread():
-        for c0, c1, P in _chunks(shared, norm, block, local, held):
+    with _one_blas_thread():
+        for c0, c1, P in _chunks(shared, norm, block, local):
             r = (np.arange(rows[0] + c0, rows[0] + c1) if isinstance(rows, tuple)
                  else rows[c0:c1])
             parts.append(fused_chunk(P, v32, shift, fn, r))
     return add_in_order(parts) if parts else None
 
 
-def _mean_task(shared, norm, block, sel, held):
+def _mean_task(shared, norm, block, sel):
     out = np.zeros(shared[2] * shared[1].block_size)
-    with blas_single_thread():
-        for _, _, P in _chunks(shared, norm, block, sel[0], held):
+    with _one_blas_thread():
+        for _, _, P in _chunks(shared, norm, block, sel[0]):
             out = out + P.sum(axis=0, dtype=np.float64)
     return out
 
@@ -432,33 +447,47 @@ class DaskRows:
             base._losses = (pointwise, fut)
         return base._losses[1]
 
-    def primal_set(self, index, idx, spec, W, second, norm,
-                   hold=False) -> DaskPrimalSet:
+    def primal_set(self, index, idx, spec, W, second, norm, hold=False,
+                   pool=None):
         """The point set of rows ``index[idx]`` of this view (the solver's
-        ``(source, index)`` set at a level with sample ``idx``); ``hold``:
-        its features are computed once and kept on the workers (the
-        in-memory solver's rule: the level's n x D matrix fits
-        :func:`weakkernels._dsg.primal_cache_bytes` of the client), if
-        moreover each worker's share fits its own budget
-        (:meth:`worker_budget`). Held or regenerated, the features and the
-        model are the same."""
-        n_blocks = W.shape[-1] // spec.block_size
-        ps = DaskPrimalSet(self, index, idx,
-                           self._frequency_future(spec, W, n_blocks), norm,
-                           W.shape[-1], hold=False)
-        if hold and ps.worker_bytes(spec.dtype.itemsize) <= self.worker_budget():
-            ps.hold()
-        return ps
+        ``(source, index)`` set at a level with sample ``idx``).
 
-    def worker_budget(self) -> float:
-        """Bytes of features a worker may hold: the in-memory solver's
-        fraction of the smallest worker ``memory_limit`` (none set: no
-        limit beyond the client's rule)."""
-        info = self.client.scheduler_info()["workers"].values()
-        limits = [w.get("memory_limit") or 0 for w in info]
-        if not limits or not all(limits):
-            return float("inf")
-        return PRIMAL_CACHE_FRACTION * min(limits)
+        ``hold`` (the in-memory solver's rule: the level's n x D features fit
+        :func:`weakkernels._dsg.primal_cache_bytes` of this process): the
+        set's rows are gathered here once (n x d, a fraction of the features'
+        bytes) and the set is the in-memory solver's own
+        (:class:`weakkernels._dsg._PrimalSet`, features held, ``pool``'s
+        threads): the same chunks and sums, so the same bits as the
+        in-memory fit on this level, and no task per evaluation. Else a
+        :class:`DaskPrimalSet`: the features are regenerated on the workers
+        at every evaluation, as the in-memory solver streams them."""
+        if hold:
+            return _PrimalSet(_GatheredSet(self, index, idx), 0, idx, spec, W,
+                              second, norm, True, pool)
+        n_blocks = W.shape[-1] // spec.block_size
+        return DaskPrimalSet(self, index, idx,
+                             self._frequency_future(spec, W, n_blocks), norm,
+                             W.shape[-1])
+
+
+class _GatheredSet:
+    """The rows of one point set gathered to the client, in the role of the
+    :class:`weakkernels._dsg.Problem` a :class:`weakkernels._dsg._PrimalSet`
+    reads: ``rows(s, sel, dtype)`` for the set's row numbers ``sel`` (sorted,
+    among the sample ``idx``; ``s`` is the one set here)."""
+
+    def __init__(self, rows: DaskRows, index, idx):
+        pos = np.arange(rows.shape[0]) if index is None else np.asarray(index)
+        self.n = int(pos.size)
+        self.idx = idx
+        self.X = rows[pos if idx is None else pos[idx]]
+
+    def sizes(self):
+        return [self.n]
+
+    def rows(self, s: int, sel, dtype):
+        at = sel if self.idx is None else np.searchsorted(self.idx, sel)
+        return as_compute_rows(self.X[at], dtype)
 
 
 def _value_range_of(block, local):
@@ -471,8 +500,7 @@ class DaskPrimalSet:
     per Dask chunk holding rows of the set, partial sums added in chunk order.
     """
 
-    def __init__(self, rows: DaskRows, index, idx, shared, norm, n_features,
-                 hold=False):
+    def __init__(self, rows: DaskRows, index, idx, shared, norm, n_features):
         pos = np.arange(rows.shape[0]) if index is None else np.asarray(index)
         if idx is not None:
             pos = pos[idx]
@@ -483,42 +511,21 @@ class DaskPrimalSet:
         self.rows, self.shared, self.norm = rows, shared, norm
         self.D = int(n_features)
         client = rows.client
-        self.parts = []  # (block, selection, held features or None, (p0, p1))
+        self.parts = []  # (block, selection, (p0, p1))
         for blk, local, (a, b) in rows._per_block(glob):
             # the set's own row numbers (what the pointwise loss indexes)
             set_rows = (a, b) if idx is None else np.asarray(idx[a:b])
             block = rows.blocks[blk]
             sel = client.submit(_selection, block, (local, set_rows), pure=False,
                                 **rows.beside(block, refresh=not self.parts))
-            self.parts.append((block, sel, None, (a, b)))
-        if hold:
-            self.hold()
-
-    def hold(self):
-        """Compute the features of every chunk's rows once and keep them on
-        the chunk's worker."""
-        client = self.rows.client
-        self.parts = [(block, sel, client.submit(_hold_task, self.shared, self.norm,
-                                                 block, sel, pure=False,
-                                                 **self.rows.beside(block)), span)
-                      for block, sel, _, span in self.parts]
-
-    def worker_bytes(self, itemsize: int) -> int:
-        """Bytes of this set's features on the worker holding the most of its
-        rows (where the chunks are now)."""
-        where = self.rows.client.who_has([block for block, *_ in self.parts])
-        per_worker: dict = {}
-        for block, _, _, (a, b) in self.parts:
-            for w in where.get(block.key, ()):
-                per_worker[w] = per_worker.get(w, 0) + (b - a) * self.D * itemsize
-        return max(per_worker.values(), default=0)
+            self.parts.append((block, sel, (a, b)))
 
     def _run(self, fn, *args, per_part=None):
         client = self.rows.client
-        futs = [client.submit(fn, self.shared, self.norm, block, sel, held,
+        futs = [client.submit(fn, self.shared, self.norm, block, sel,
                               *(per_part(span) if per_part else ()), *args,
                               pure=False, **self.rows.beside(block))
-                for block, sel, held, span in self.parts]
+                for block, sel, span in self.parts]
         return gather_or_raise(client, futs)
 
     def forward(self, v32: np.ndarray) -> np.ndarray:

@@ -817,7 +817,8 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
             source, index = problem.sets[s]
             make = getattr(source, "primal_set", None)
             cur["sets"][s] = (
-                make(index, cur["idx"][s], spec, W, second, norm, cur["cache"])
+                make(index, cur["idx"][s], spec, W, second, norm, cur["cache"],
+                     pool)
                 if make
                 else _PrimalSet(problem, s, cur["idx"][s], spec, W, second, norm,
                                 cur["cache"], pool))
