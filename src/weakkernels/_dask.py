@@ -184,17 +184,33 @@ def _sub(local, c0: int, c1: int):
     return local[c0:c1]
 
 
-def _chunks(shared, norm, block, local):
-    """``(c0, c1, psi)`` of the selected rows of one Dask chunk, in
-    sub-chunks of :data:`PRIMAL_CHUNK_ROWS` rows, regenerated from the
-    frequencies."""
+def _stack(parts):
+    """Rows of several chunks, one after the other (dense or CSR)."""
+    if sp.issparse(parts[0]):
+        return sp.vstack(parts, format="csr")
+    return np.concatenate([np.asarray(p) for p in parts])
+
+
+def _chunks(shared, norm, block, sel):
+    """``(c0, c1, psi)`` of a task's sub-chunks of :data:`PRIMAL_CHUNK_ROWS`
+    rows, regenerated from the frequencies. ``sel = (local, rows, tail)``:
+    this chunk's rows ``local`` from the first sub-chunk that starts in it,
+    their row numbers in the set, and the rows (from the next chunks) that
+    complete its last sub-chunk -- the sub-chunks are the in-memory
+    solver's, on the set's own 2048-row grid, whatever the Dask chunks."""
+    local, _, tail = sel
     spec = shared[1]
     W, second = _frequencies(shared)
-    n = _n_rows(local)
+    own = _n_rows(local)
+    tail = _stack(tail) if tail else None
+    n = own + (tail.shape[0] if tail is not None else 0)
     try:
         for c0 in range(0, n, PRIMAL_CHUNK_ROWS):
             c1 = min(n, c0 + PRIMAL_CHUNK_ROWS)
-            X = as_compute_rows(_take(block, _sub(local, c0, c1)), spec.dtype)
+            X = _take(block, _sub(local, c0, min(c1, own)))
+            if c1 > own:
+                X = _stack([X, tail])
+            X = as_compute_rows(X, spec.dtype)
             yield c0, c1, primal_chunk(_aligned(X), spec, W, second, norm)
     finally:
         _release(block)
@@ -210,42 +226,41 @@ def _aligned(a):
     return np.require(a, requirements=["A"])
 
 
+# The tasks return one partial per sub-chunk: the client adds them all in
+# the set's order (the in-memory solver's sum, the same bits); a sum per
+# task first would round by Dask chunk.
 def _forward_task(shared, norm, block, sel, v32):
     v32 = _aligned(v32)
     with _one_blas_thread():
         parts = [(P @ v32).astype(np.float64)
-                 for _, _, P in _chunks(shared, norm, block, sel[0])]
+                 for _, _, P in _chunks(shared, norm, block, sel)]
     return np.concatenate(parts) if parts else np.zeros((0, v32.shape[1]))
 
 
 def _backward_task(shared, norm, block, sel, g32):
     g32 = _aligned(g32)
-    out = np.zeros((shared[2] * shared[1].block_size, g32.shape[1]))
     with _one_blas_thread():
-        for c0, c1, P in _chunks(shared, norm, block, sel[0]):
-            out = out + (P.T @ g32[c0:c1]).astype(np.float64)
-    return out
+        return [(P.T @ g32[c0:c1]).astype(np.float64)
+                for c0, c1, P in _chunks(shared, norm, block, sel)]
 
 
 def _fused_task(shared, norm, block, sel, pointwise, v32, shift, s, m, w):
     fn = RowLoss(pointwise, s, m, w)
     v32, shift = _aligned(v32), _aligned(shift)
-    local, rows = sel
+    rows = sel[1]
     parts = []
     with _one_blas_thread():
-        for c0, c1, P in _chunks(shared, norm, block, local):
+        for c0, c1, P in _chunks(shared, norm, block, sel):
             r = (np.arange(rows[0] + c0, rows[0] + c1) if isinstance(rows, tuple)
                  else rows[c0:c1])
             parts.append(fused_chunk(P, v32, shift, fn, r))
-    return add_in_order(parts) if parts else None
+    return parts
 
 
 def _mean_task(shared, norm, block, sel):
-    out = np.zeros(shared[2] * shared[1].block_size)
     with _one_blas_thread():
-        for _, _, P in _chunks(shared, norm, block, sel[0]):
-            out = out + P.sum(axis=0, dtype=np.float64)
-    return out
+        return [P.sum(axis=0, dtype=np.float64)
+                for _, _, P in _chunks(shared, norm, block, sel)]
 
 
 def _same(value):
@@ -257,7 +272,8 @@ def _same(value):
 
 def _selection(block, sel):
     """A level's selection, placed beside its chunk (``block`` is only a
-    dependency: the scheduler runs this where the chunk is)."""
+    dependency: the scheduler runs this where the chunk is); the tail rows
+    (futures in ``sel``) arrive here once per level."""
     return sel
 
 
@@ -496,8 +512,13 @@ def _value_range_of(block, local):
 
 class DaskPrimalSet:
     """:class:`weakkernels._dsg._PrimalSet`'s interface (``m``, ``forward``,
-    ``backward``, ``fused``, ``mean``) over rows held by Dask workers: one task
-    per Dask chunk holding rows of the set, partial sums added in chunk order.
+    ``backward``, ``fused``, ``mean``) over rows held by Dask workers, with
+    its sub-chunks and sums: the set's rows cut every
+    :data:`PRIMAL_CHUNK_ROWS` rows, each sub-chunk computed by the task of
+    the Dask chunk where it starts (the few rows it has in the next chunks
+    are sent there once per level), one partial per sub-chunk, added on the
+    client in the set's order. The products are the in-memory solver's bit
+    for bit, for any chunking of ``X`` and any number of workers.
     """
 
     def __init__(self, rows: DaskRows, index, idx, shared, norm, n_features):
@@ -511,14 +532,30 @@ class DaskPrimalSet:
         self.rows, self.shared, self.norm = rows, shared, norm
         self.D = int(n_features)
         client = rows.client
-        self.parts = []  # (block, selection, (p0, p1))
-        for blk, local, (a, b) in rows._per_block(glob):
+        step = PRIMAL_CHUNK_ROWS
+        spans = list(rows._per_block(glob))  # (block, local rows, (a, b))
+        self.parts = []  # (block, selection, (p0, p1) of its sub-chunks)
+        for k, (blk, local, (a, b)) in enumerate(spans):
+            p0 = -(-a // step) * step  # the first sub-chunk starting here
+            if p0 >= b:
+                continue  # inside a sub-chunk started in an earlier chunk
+            p1 = min(self.m, p0 + (b - 1 - p0) // step * step + step)
+            tail = []  # its last sub-chunk's rows b .. p1, in the next chunks
+            for blk2, local2, (a2, b2) in spans[k + 1:]:
+                if a2 >= p1:
+                    break
+                block2 = rows.blocks[blk2]
+                tail.append(client.submit(_rows_task, block2,
+                                          _sub(local2, 0, min(b2, p1) - a2),
+                                          pure=False, **rows.beside(block2)))
             # the set's own row numbers (what the pointwise loss indexes)
-            set_rows = (a, b) if idx is None else np.asarray(idx[a:b])
+            set_rows = (p0, p1) if idx is None else np.asarray(idx[p0:p1])
             block = rows.blocks[blk]
-            sel = client.submit(_selection, block, (local, set_rows), pure=False,
+            sel = client.submit(_selection, block,
+                                (_sub(local, p0 - a, b - a), set_rows, tail),
+                                pure=False,
                                 **rows.beside(block, refresh=not self.parts))
-            self.parts.append((block, sel, (a, b)))
+            self.parts.append((block, sel, (p0, p1)))
 
     def _run(self, fn, *args, per_part=None):
         client = self.rows.client
@@ -535,26 +572,28 @@ class DaskPrimalSet:
         return np.concatenate(self._run(_forward_task, v32))
 
     def backward(self, g: np.ndarray) -> np.ndarray:
-        """``psi^T g`` (D, K) in float64, chunk partials added in order."""
+        """``psi^T g`` (D, K) in float64, sub-chunk partials added in order."""
         g32 = g.astype(self.norm.dtype)  # norm is in the compute dtype
         parts = self._run(_backward_task,
                           per_part=lambda span: (g32[span[0]:span[1]],))
-        return sum_in_order(parts, (self.D, g.shape[1]))
+        return sum_in_order([p for task in parts for p in task],
+                            (self.D, g.shape[1]))
 
     def fused(self, v32, shift, fn):
         """One pass of a row-separable loss (see ``_PrimalSet.fused``): the
         loss ``fn.pointwise`` goes to the workers once per fit, ``(s, m, w)``
         with every evaluation."""
         loss = self.rows._loss_future(fn.pointwise)
-        parts = [p for p in self._run(_fused_task, loss, v32, shift, fn.s, fn.m,
-                                      fn.w) if p is not None]
+        parts = [p for task in self._run(_fused_task, loss, v32, shift, fn.s,
+                                         fn.m, fn.w) for p in task]
         if not parts:  # an empty set adds nothing
             return 0.0, np.zeros(v32.shape), np.zeros(v32.shape[1])
         return add_in_order(parts)
 
     def mean(self) -> np.ndarray:
         """Column means of ``psi`` (D,) in float64."""
-        return sum_in_order(self._run(_mean_task), (self.D,)) / max(self.m, 1)
+        parts = [p for task in self._run(_mean_task) for p in task]
+        return sum_in_order(parts, (self.D,)) / max(self.m, 1)
 
 
 def sum_in_order(parts, shape):
