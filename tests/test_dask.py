@@ -128,12 +128,13 @@ def test_held_levels_are_the_in_memory_fit_bit_for_bit(client):
     np.testing.assert_array_equal(est.intercept_, ref.intercept_)
 
 
-def test_point_set_products_are_the_in_memory_ones(client):
+def test_point_set_products_are_the_in_memory_ones(client, monkeypatch):
     """The solver's products on rows held by workers -- streamed (one task
     per Dask chunk, sub-chunks crossing chunk borders, among them chunks
-    holding no sub-chunk start) or gathered to the client (held) -- equal
-    the in-memory point set's bit for bit in float32, on a sample of a
-    subset of the rows (the pointwise loss sees the set's row numbers)."""
+    holding no sub-chunk start; the sample's rows copied on the workers or
+    read from the chunks) or gathered to the client (held) -- equal the
+    in-memory point set's bit for bit in float32, on a sample of a subset of
+    the rows (the pointwise loss sees the set's row numbers)."""
     from weakkernels._dask import DaskRows
     from weakkernels._dsg import Problem, RowLoss, _PrimalSet
     from weakkernels.random_features import FeatureSpec
@@ -155,8 +156,11 @@ def test_point_set_products_are_the_in_memory_ones(client):
     loss = RowLoss(lambda s, f, r, m, w: (float((f[:, 0] * r).sum()),
                                           f * np.sqrt(r)[:, None]), 0, idx.size, 1.0)
     want = [ref.forward(v32), ref.backward(g), ref.mean(), ref.fused(v32, shift, loss)]
-    for hold in (False, True):
+    for hold, budget in ((False, float("inf")), (False, 0.0), (True, 0.0)):
+        monkeypatch.setattr(DaskRows, "worker_budget", lambda self: budget)  # noqa: B023
         ps = rows.primal_set(index, idx, spec, W, second, norm, hold=hold)
+        copied = client.gather([sel for _, sel, _ in getattr(ps, "parts", [])])
+        assert all((c[3] is not None) == (budget > 0) for c in copied)
         got = [ps.forward(v32), ps.backward(g), ps.mean(), ps.fused(v32, shift, loss)]
         for a, b in zip(got[:3], want[:3], strict=True):
             np.testing.assert_array_equal(a, b)
