@@ -36,50 +36,14 @@ import argparse
 import json
 import os
 import sys
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
+import _peak_memory
+from _peak_memory import PeakSampler, status
 from weakkernels.pipeline.synthetic import SYNTHETIC, open_synthetic
-
-
-def status() -> dict[str, int]:
-    """Memory fields of /proc/self/status in bytes."""
-    out = {}
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            key, _, rest = line.partition(":")
-            if key in ("VmHWM", "VmRSS", "RssAnon", "RssFile"):
-                out[key] = int(rest.split()[0]) * 1024
-    return out
-
-
-class PeakSampler:
-    """Peaks of RssAnon / RssFile of this process, sampled in a thread."""
-
-    def __init__(self, every: float = 0.05):
-        self.every = every
-        self.peak = {"RssAnon": 0, "RssFile": 0}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        while not self._stop.is_set():
-            st = status()
-            for k in self.peak:
-                self.peak[k] = max(self.peak[k], st.get(k, 0))
-            self._stop.wait(self.every)
-
-    def start(self):
-        self._thread.start()
-        return self
-
-    def stop(self) -> dict:
-        self._stop.set()
-        self._thread.join()
-        return {**self.peak, "VmHWM": status()["VmHWM"]}
 
 
 # -- worker side (run through client.run in each worker process; this script's
@@ -128,9 +92,14 @@ def fit_local(args, X, y, X_test):
 
 
 def fit_dask(args, X, y, X_test):
+    import cloudpickle
     import dask
     import dask.array as da
     from distributed import Client, LocalCluster
+
+    # the worker-side functions use the sampler: its module travels by value
+    # (a worker needs no copy of benchmarks/ on its path)
+    cloudpickle.register_pickle_by_value(_peak_memory)
 
     path = str(Path(args.data_dir) / "X.npy")
     n, d = X.shape

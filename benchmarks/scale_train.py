@@ -41,54 +41,18 @@ import os
 import platform
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
+from _peak_memory import PeakSampler, status
 from weakkernels.pipeline.synthetic import (
     SYNTHETIC,
     open_synthetic,
     synthetic_rows,
     write_synthetic,
 )
-
-
-def _status() -> dict[str, int]:
-    """Memory fields of /proc/self/status in bytes."""
-    out = {}
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            key, _, rest = line.partition(":")
-            if key in ("VmHWM", "VmRSS", "RssAnon", "RssFile"):
-                out[key] = int(rest.split()[0]) * 1024
-    return out
-
-
-class PeakSampler:
-    """Background sampler of RssAnon / RssFile peaks (bounded by ``stop()``)."""
-
-    def __init__(self, every: float = 0.05):
-        self.every = every
-        self.peak = {"RssAnon": 0, "RssFile": 0}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        while not self._stop.is_set():
-            st = _status()
-            for k in self.peak:
-                self.peak[k] = max(self.peak[k], st.get(k, 0))
-            self._stop.wait(self.every)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
 
 
 def run_child(args) -> dict:
@@ -118,13 +82,13 @@ def run_child(args) -> dict:
     y_warm[1000:] = -1
     TSGS3VM(**{**kw, "max_iter": 3}).fit(np.asarray(X[:2000]), y_warm)
     TSGS3VM(**{**kw, "max_iter": 3}).fit(X[:2000], y_warm)  # the memmap path
-    base = _status()
+    base = status()
     with PeakSampler() as sampler:
         t0, c0 = time.perf_counter(), time.process_time()
         est = TSGS3VM(**kw).fit(X, y)
         fit_s = time.perf_counter() - t0
         cpu_s = time.process_time() - c0
-    st = _status()
+    st = status()
     t0 = time.perf_counter()
     err = float(np.mean(est.predict(X_test) != y_test))
     pred_s = time.perf_counter() - t0
