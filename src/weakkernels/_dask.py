@@ -10,19 +10,23 @@ one task per Dask chunk; the task regenerates the chunk's features from the
 seeded frequencies (the worker draws them from the spec's seed once per fit,
 never receives them), runs the same chunk kernels as the in-memory solver
 (:func:`weakkernels._dsg.primal_chunk`, :func:`weakkernels._dsg.fused_chunk`)
-over sub-chunks of :data:`weakkernels._dsg.PRIMAL_CHUNK_ROWS` rows, and
-returns a D x K partial sum. The client adds the partials in chunk order, so
-the model depends on the chunking of ``X``, never on the number of workers or
-on which worker ran what; a task lost with its worker is recomputed from the
-graph and gives the same partial.
+over the in-memory solver's sub-chunks: the set's rows cut every
+:data:`weakkernels._dsg.PRIMAL_CHUNK_ROWS` rows, each sub-chunk computed by
+the task of the Dask chunk where it starts. The task returns one D x K
+partial per sub-chunk and the client adds them in the set's order -- the
+in-memory solver's sum -- so the model is the in-memory fit's bit for bit,
+whatever the chunking of ``X``, the number of workers or which worker ran
+what; a task lost with its worker is recomputed from the graph and gives the
+same partials.
 
 A level of the solver whose features the in-memory solver would hold (they
 fit :func:`weakkernels._dsg.primal_cache_bytes` of the client) is not sent to
 the workers at all: its rows are gathered to the client once and it is
 evaluated there exactly as in memory (:meth:`DaskRows.primal_set`). Those are
 the small levels where L-BFGS makes most of its evaluations, each a few
-milliseconds of arithmetic -- as tasks, one per Dask chunk, every evaluation
-cost 80 times that in scheduling.
+milliseconds of arithmetic; as tasks (one per Dask chunk, 31 chunks) an
+evaluation of the 4 096-row level took ~90 times that, in scheduling
+(BENCHMARKS.md, "Dask workers: a 10^7-row fit").
 
 Memory on a worker: its chunks of ``X`` (a chunk may be a read-only memory map
 of a ``.npy`` file -- ``np.load(path, mmap_mode="r")`` -- then a task reads it
