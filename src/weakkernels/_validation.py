@@ -137,6 +137,17 @@ def _precheck_sparse(X, accept_sparse: bool) -> None:
         check_sparse_structure(X)
 
 
+def check_numeric_target(y, expected: str) -> np.ndarray:
+    """``y`` as an array, refused with ``ValueError`` when it holds NaN or
+    infinity or is not numeric (``expected`` says what the estimator takes)."""
+    y = np.asarray(y)
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        raise ValueError("y contains NaN or infinity.")
+    if y.dtype.kind not in "iufb":
+        raise ValueError(f"{expected}; got dtype {y.dtype}.")
+    return y
+
+
 def validate_semi_supervised(
     estimator,
     X,
@@ -178,14 +189,7 @@ def validate_semi_supervised(
         )
         X = _canonical_csr(X)
         check_magnitude(estimator, X)
-    y = np.asarray(y)
-    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-        raise ValueError("y contains NaN or infinity.")
-    if y.dtype.kind not in "iufb":
-        raise ValueError(
-            "y must be numeric with -1 marking unlabeled samples; "
-            f"got dtype {y.dtype}."
-        )
+    y = check_numeric_target(y, "y must be numeric with -1 marking unlabeled samples")
     labeled = y != UNLABELED
     if not labeled.any():
         raise ValueError("No labeled samples: every y is -1 (unlabeled).")

@@ -85,6 +85,7 @@ from weakkernels._validation import (
     check_divergence,
     check_fitted_model,
     check_magnitude,
+    check_numeric_target,
     validate_predict,
     validate_row_source,
 )
@@ -255,14 +256,8 @@ def split_su(y) -> tuple[np.ndarray, np.ndarray]:
     for other labels or a run of pair rows of odd length, and when there are no
     pairs or no unlabeled points.
     """
-    y = np.asarray(y)
-    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-        raise ValueError("y contains NaN or infinity.")
-    if y.dtype.kind not in "iufb":
-        raise ValueError(
-            "malformed pairs: y must be numeric, 1 on similar-pair rows and -1 on "
-            f"unlabeled rows; got dtype {y.dtype}."
-        )
+    y = check_numeric_target(y, "malformed pairs: y must be numeric, 1 on "
+                             "similar-pair rows and -1 on unlabeled rows")
     if y.dtype.kind == "f" and np.any(y != np.round(y)):
         raise ValueError(
             "Unknown label type: continuous. malformed pairs: y must be 1 on "
