@@ -179,6 +179,11 @@ def test_degenerate_models_are_flagged(project):
                 if e["degenerate"]:
                     assert f"| {model} ⚠[^" in report
                     assert e["degenerate_reason"] in report
+                elif "behind_supervised" in e:
+                    assert f"| {model} ↓[^" in report
+                    gap = 100 * e["behind_supervised"]
+                    assert (f"{model} on {ds} (n_unlabeled = {nu[2:]}): "
+                            f"{gap:.2f} pp behind svc") in report
 
 
 def test_plots_and_summary_exist(project):
@@ -190,7 +195,7 @@ def test_plots_and_summary_exist(project):
     assert "| fit time [s] |" in (root / "reports/timings.md").read_text()
     summary = (root / "reports/summary.md").read_text()
     for model in project["params"]["models"]["names"]:
-        assert f"| {model} |" in summary or f"| {model} ⚠" in summary
+        assert any(f"| {model} {mark}" in summary for mark in ("|", "⚠", "↓"))
     # One table per dataset and unlabeled size.
     for heading in ("### g50c, n_unlabeled = 500", "### cod-rna, n_unlabeled = 150",
                     "### cod-rna, n_unlabeled = 300"):
