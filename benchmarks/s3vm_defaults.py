@@ -91,15 +91,14 @@ def splits(name, seeds=(10, 11, 12)):
         for k, (L, U) in enumerate(official[:6]):
             yield f"split {k + 1}", X[L], y[L], X[U], X[U], y[U]
         return
-    r = load_raw(name, mirror())
     if name == "coil20":
+        from _cccp_common import coil20
+
         for seed in seeds:
-            rng = np.random.default_rng(seed)
-            L = np.sort(np.concatenate([rng.permutation(np.flatnonzero(r.y == c))[:2]
-                                        for c in np.unique(r.y)]))
-            U = np.setdiff1d(np.arange(r.y.size), L)
-            yield f"seed {seed}", r.X[L], r.y[L], r.X[U], r.X[U], r.y[U]
+            X, y, ((L, U),) = coil20(n_splits=1, per_class=2, seed=seed)
+            yield f"seed {seed}", X[L], y[L], X[U], X[U], y[U]
         return
+    r = load_raw(name, mirror())
     y = np.where(r.y > 0, 1, 0)
     if name == "g50c":
         for k in range(5, 10):
