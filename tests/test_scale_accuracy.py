@@ -23,8 +23,9 @@ def test_tuned_fits_the_grid_and_picks_on_validation():
                        X[lab], y[lab], X[unl], X[val], y[val]))
     names = [o[0] for o in out]
     # the grid's supervised machine and the plain rule are rows of their own,
-    # the validation winner comes last under the method's name
-    assert names == ["tsgs3vm_c0", "tsgs3vm", "tsgs3vm_tuned"]
+    # the validation winner follows under the method's name, then the
+    # one-standard-error choice among the same fits
+    assert names == ["tsgs3vm_c0", "tsgs3vm", "tsgs3vm_tuned", "tsgs3vm_tuned1se"]
     rule = 10.0 * lab.size / unl.size
     assert out[0][3] == 0.0 and np.isclose(out[1][3], rule)
     chosen, val_err = out[2][3], out[2][4]
@@ -34,6 +35,34 @@ def test_tuned_fits_the_grid_and_picks_on_validation():
     assert val_err <= min(out[0][4], out[1][4])
     assert out[2][1].C_star_ == chosen
     assert np.mean(out[2][1].predict(X[val]) != y[val]) == val_err
+    # the 1-SE row is one of the grid's fitted machines, with its own error
+    assert out[3][1] is out[2][1] or out[3][3] == 0.0
+    assert np.mean(out[3][1].predict(X[val]) != y[val]) == out[3][4]
+
+
+def test_one_se_rule_keeps_the_supervised_machine_unless_one_se_better():
+    """Paired one-standard-error rule against a hand computation on 100
+    validation rows: C* = 0 is wrong on rows 0-9; the candidate fixes
+    ``fixed`` of them and breaks ``broken`` others."""
+    def cands(fixed, broken):
+        wrong0 = np.zeros(100, bool)
+        wrong0[:10] = True
+        wrong1 = wrong0.copy()
+        wrong1[:fixed] = False
+        wrong1[10:10 + broken] = True
+        return [(wrong0.mean(), "c0", 1.0, 0.0, wrong0),
+                (wrong1.mean(), "rule", 1.0, 0.5, wrong1)]
+
+    # d = wrong1 - wrong0: mean (broken - fixed) / 100; SE = sd(d) / 10
+    # (2, 1): mean -0.01, SE 0.0174 -> keep C* = 0; (2, 0): -0.02 vs 0.0141
+    # -> the candidate; (6, 2): -0.04 vs 0.0281 -> the candidate
+    for fixed, broken, keep in ((2, 1, False), (2, 0, True), (6, 2, True)):
+        d = np.r_[-np.ones(fixed), np.ones(broken), np.zeros(100 - fixed - broken)]
+        se = np.sqrt(np.sum((d - d.mean()) ** 2) / 99) / 10
+        assert (-d.mean() > se) == keep
+        assert sa.one_se_rule(cands(fixed, broken))[1] == ("rule" if keep else "c0")
+    # a tie keeps C* = 0
+    assert sa.one_se_rule(cands(1, 1))[1] == "c0"
 
 
 def test_single_setting_methods():
@@ -70,7 +99,8 @@ def test_cccp_rows_share_the_grid_and_the_split():
     val, unl = unl[:50], unl[50:]
     out = list(sa.fits("cccp_s01_tuned", _args(), 0.5, 0, lab.size, X[lab],
                        y[lab], X[unl], X[val], y[val]))
-    assert [o[0] for o in out] == ["cccp_s01_c0", "cccp_s01", "cccp_s01_tuned"]
+    assert [o[0] for o in out] == ["cccp_s01_c0", "cccp_s01", "cccp_s01_tuned",
+                                   "cccp_s01_tuned1se"]
     rule = 10.0 * lab.size / unl.size
     assert out[0][3] == 0.0 and np.isclose(out[1][3], rule)
     assert all(o[1].s == -0.1 and o[1].sigma == 0.5 for o in out)
