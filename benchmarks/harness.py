@@ -35,6 +35,9 @@ Usage::
     .venv/bin/python benchmarks/harness.py --all          # every protocol
     .venv/bin/python benchmarks/harness.py --list
     mlflow run . -e bench_protocol -P protocol=g50c_like --env-manager local
+    .venv/bin/python benchmarks/harness.py --update-benchmarks-md  # = pages.py
+
+BENCHMARKS.md renders each run from its JSON (``benchmarks/pages.py``).
 """
 
 from __future__ import annotations
@@ -55,6 +58,8 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+
+import pages
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -877,27 +882,6 @@ def rebuild(json_path: Path) -> None:
                                     indent=1, default=str))
 
 
-SECTION = "## Peers and paper protocols"
-
-
-def update_benchmarks_md(intro: str, parts: list[Path],
-                         path: Path = ROOT / "BENCHMARKS.md") -> None:
-    """Replace (or append) this harness's section of ``BENCHMARKS.md`` with
-    ``intro`` and the generated tables ``parts``; other sections are kept."""
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    body = "\n\n".join([SECTION, intro.strip()] + [
-        p.read_text().strip().replace("](results/", "](benchmarks/results/")
-        for p in parts]) + "\n"
-    if SECTION in text:
-        head, rest = text.split(SECTION, 1)
-        nxt = rest.find("\n## ")
-        tail = rest[nxt + 1:] if nxt >= 0 else ""
-        text = head + body + ("\n" + tail if tail else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + body
-    path.write_text(text)
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--protocol", action="append", default=[])
@@ -914,10 +898,9 @@ def main(argv=None):
     ap.add_argument("--address", default=None,
                     help="a Dask scheduler's address (default: params.yaml "
                     "compute; none: a LocalCluster)")
-    ap.add_argument("--update-benchmarks-md", nargs="+", type=Path,
-                    metavar="TABLE_MD", help="write these generated tables "
-                    "(after benchmarks/results/harness/INTRO.md) into "
-                    "BENCHMARKS.md's peer-protocol section and exit")
+    ap.add_argument("--update-benchmarks-md", action="store_true",
+                    help="regenerate BENCHMARKS.md from benchmarks/pages/ and "
+                    "the result files they name (benchmarks/pages.py) and exit")
     ap.add_argument("--rebuild", nargs="+", type=Path, metavar="RESULT_JSON",
                     help="recompute tables of finished runs from their JSON")
     args = ap.parse_args(argv)
@@ -926,8 +909,7 @@ def main(argv=None):
             rebuild(p)
         return
     if args.update_benchmarks_md:
-        update_benchmarks_md((RESULTS / "INTRO.md").read_text(),
-                             args.update_benchmarks_md)
+        pages.main([])
         return
     if args.list:
         for p in list_protocols():
