@@ -665,9 +665,8 @@ def markdown(proto, rows, summary, targets, command, hw=None, date=None) -> str:
     if targets:
         lines += ["| target | met? | measured |", "|---|---|---|"]
         for t in targets:
-            met = {True: "**met**", False: "**not met**", None: "not measured"}[
-                t["met"]]
-            lines.append(f"| {t['target']} | {met} | {t['detail']} |")
+            lines.append(f"| {t['target']} | {pages.MET[t['met']]} | "
+                         f"{t['detail']} |")
         lines.append("")
     return "\n".join(lines)
 
