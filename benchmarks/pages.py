@@ -220,8 +220,12 @@ def render_harness(spec: dict) -> str:
     """A table the benchmark harness wrote for one run (``<run>.md`` beside its
     JSON): kept as written, with its heading replaced by ``heading`` when
     given (the run's own is its command's filters) and image links made
-    relative to the repository root."""
+    relative to the repository root; ``from`` drops what comes before its
+    first occurrence. ``include`` is the same for any markdown a benchmark
+    script wrote."""
     text = (ROOT / spec["file"]).read_text().strip()
+    if spec.get("from"):  # drop what the script printed before its table
+        text = text[text.index(spec["from"]):]
     folder = Path(spec["file"]).parent.as_posix()
     text = text.replace("](results/harness/", f"]({folder}/")
     if spec.get("heading"):
@@ -291,7 +295,7 @@ RENDERERS = {"pivot": render_pivot, "records": render_records,
 
 def render_directive(spec: dict) -> str:
     table = RENDERERS[spec["renderer"]](spec)
-    if spec["renderer"] in ("harness", "include", "run"):
+    if spec["renderer"] == "run":  # names its file itself
         return table
     files = spec.get("files") or [spec["file"]]
     src = ", ".join(f"`{f}`" for f in files)

@@ -88,3 +88,13 @@ def test_directives_expand_and_the_contents_link_every_section(tmp_path):
     assert "| a | b |\n|---|---|\n| x | 0.2 |" in page  # 0.25 rounds half-even
     assert "<!-- table" not in page and "renderer:" not in page
     assert page.index("## What to pick") < page.index("## Two")
+
+
+def test_include_keeps_a_scripts_table_from_its_first_row(tmp_path):
+    f = tmp_path / "out.txt"
+    f.write_text("{'U': 5000, 'times': [3.3]}\n\n"
+                 "| U | s |\n|---|---|\n| 5000 | 3.29 |\n")
+    got = pages.render_directive({"renderer": "include", "file": str(f),
+                                  "from": "| U"})
+    assert got.startswith("| U | s |\n|---|---|\n| 5000 | 3.29 |")
+    assert got.endswith(f"<sub>Rendered from `{f}`.</sub>")
