@@ -280,6 +280,9 @@ def render_run(spec: dict) -> str:
                 t += f" ({s['n_ok']}/{s['n_runs']} ok: {'; '.join(s['statuses'])})"
             texts.append(t)
         out.append(f"| {m} | " + " | ".join(texts) + " |")
+    if d["protocol"].get("reference"):
+        out += ["", "Reference figures measured elsewhere, not in this run: "
+                + "; ".join(d["protocol"]["reference"]) + "."]
     if d.get("targets"):
         out += ["", "| target | met? | measured |", "|---|---|---|"]
         for t in d["targets"]:
