@@ -250,9 +250,15 @@ def render_run(spec: dict) -> str:
     methods = list(dict.fromkeys(s["method"] for s in d["summary"]))
     cell = {(s["method"], s["dataset"], s["n_unlabeled"]): s for s in d["summary"]}
     what = "test AUC" if auc else "test error %"
+    hw = d["hardware"]
+    load = re.search(r"load average at the end of this run: ([\d.]+)", hw)
+    machine = hw.split(",")[0] + (f", load {load.group(1)} at the end" if load
+                                  else "")
     out = [spec["heading"], "",
            f"Command: `{d['command']}`  ",
-           f"Machine: {d['hardware']}; run of {d.get('date', '?')} UTC; seeds "
+           (f"Run of {d['date']} UTC" if d.get("date") else
+            "Run (date not recorded)")
+           + f" on {machine} (2 shared cores, one thread per method); seeds "
            f"{d['protocol']['seeds']}.", "",
            f"Median {what} [min–max over seeds] / median fit CPU s (wall s, "
            "marked w, where no CPU time was recorded):", "",
