@@ -12,7 +12,12 @@ round trips of the tests.
 from __future__ import annotations
 
 import importlib
+import json
+import os
 import re
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -227,39 +232,221 @@ def test_reliability_and_model_file_tests_see_a_catalogued_toy(toy_in_catalogue)
     assert "ToyKernelMeans" in catalogue_estimators(peers=True)
 
 
+# ------------------------------------------------------------ import layers ----
+def _catalogue_modules() -> set[str]:
+    """The paper modules of the catalogue's classes (``weakkernels.<module>``;
+    the baselines' classes sit in their own layer, ``baselines``)."""
+    return {s.cls.__module__.split(".")[1] for s in registry.MODELS.values()
+            if s.cls is not None and s.cls.__module__.count(".") == 1}
+
+
+def package_layers() -> list:
+    """The package layers of ``[tool.importlinter]`` in pyproject.toml (``a | b``
+    independent siblings, ``a : b`` siblings that may import each other), with
+    every catalogue module added to the estimators' layer: the one that holds
+    the catalogue's modules already. A new paper module thus falls under the
+    contract without a line in pyproject.toml."""
+    import grimp
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())[
+        "tool"]["importlinter"]["contracts"]
+    (package,) = [c for c in contracts if c["containers"] == ["weakkernels"]]
+    layers = [(set(re.split(r"\s*[|:]\s*", line.strip())), "|" in line or
+               ":" not in line) for line in package["layers"]]
+    named = set().union(*(mods for mods, _ in layers))
+    mods = _catalogue_modules()
+    (estimators,) = [i for i, (m, _) in enumerate(layers) if m & mods]
+    layers[estimators][0].update(mods - named)
+    return [grimp.Layer(*sorted(m), independent=ind) for m, ind in layers]
+
+
+def _illegal(graph) -> set[tuple[str, str]]:
+    """(lower, higher) layer pairs with an import chain going up or sideways."""
+    found = graph.find_illegal_dependencies_for_layers(
+        layers=package_layers(), containers={"weakkernels"})
+    return {(d.importer, d.imported) for d in found}
+
+
+def test_the_package_layers_hold_for_every_catalogue_module():
+    """What ``lint-imports`` checks for the modules pyproject.toml names holds
+    for every catalogue module: it imports nothing above it (pipeline,
+    baselines) nor a sibling paper module, and nothing below imports it."""
+    import grimp
+
+    layers = package_layers()
+    (estimators,) = [la for la in layers if "tsgs3vm" in la.module_tails]
+    assert _catalogue_modules() <= set(estimators.module_tails)
+    assert estimators.independent
+    graph = grimp.build_graph("weakkernels", cache_dir=None)
+    assert _illegal(graph) == set()
+
+
+@pytest.mark.parametrize("imported, broken", [
+    ("weakkernels.pipeline.registry", True),  # up: the pipeline
+    ("weakkernels.baselines.su", True),  # up: the baselines
+    ("weakkernels.tsgsu", True),  # sideways: another paper's module
+    ("weakkernels._dsg", False),  # down: the shared solvers
+    ("weakkernels.kernels", False),
+])
+def test_the_layers_catch_a_catalogued_module_importing_up_or_sideways(
+        monkeypatch, imported, broken):
+    """A toy paper module, known to no pyproject.toml line, only by its
+    class's catalogue entry: an import up or sideways breaks the layers, an
+    import down does not; a lower module importing it breaks them too."""
+    import grimp
+
+    class ToyPaperSolver(ToyKernelMeans):
+        pass
+
+    ToyPaperSolver.__module__ = "weakkernels.toy_paper"
+    monkeypatch.setitem(registry.MODELS, "toy_paper", ModelSpec(
+        "toy_paper", "ssl", registry._ours(ToyPaperSolver), {},
+        cls=ToyPaperSolver))
+    graph = grimp.build_graph("weakkernels", cache_dir=None)
+    graph.add_import(importer="weakkernels.toy_paper", imported=imported)
+    assert bool(_illegal(graph)) is broken
+    graph.remove_import(importer="weakkernels.toy_paper", imported=imported)
+    graph.add_import(importer="weakkernels._dsg", imported="weakkernels.toy_paper")
+    assert _illegal(graph)
+
+
+# ------------------------------------------------- export and model files ----
+_TOY_MODULE = """\
+\"\"\"A paper module dropped into the package: no other file names it.\"\"\"
+
+from numbers import Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils._param_validation import Interval
+
+from weakkernels._artifact import ArtifactMixin, register
+
+
+@register
+class ToyPaperSolver(ArtifactMixin, ClassifierMixin, BaseEstimator):
+    \"\"\"C times the difference of the two labeled class means, as a linear
+    score; unlabeled rows (y == -1) are ignored.\"\"\"
+
+    _parameter_constraints = {"C": [Interval(Real, 0, None, closed="neither")]}
+
+    def __init__(self, C=1.0):
+        self.C = C
+
+    def fit(self, X, y):
+        X, y = np.asarray(X, dtype=np.float64), np.asarray(y)
+        lab = y != -1
+        self.classes_ = np.unique(y[lab])
+        self.n_features_in_ = X.shape[1]
+        self.w_ = self.C * (X[lab][y[lab] == self.classes_[1]].mean(0)
+                            - X[lab][y[lab] == self.classes_[0]].mean(0))
+        return self
+
+    def decision_function(self, X):
+        return np.asarray(X, dtype=np.float64) @ self.w_
+
+    def predict(self, X):
+        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+
+    def _artifact_state(self):
+        return {}, {"w": self.w_, "classes": self.classes_}
+
+    def _set_artifact_state(self, meta, arrays):
+        self.w_, self.classes_ = arrays["w"], arrays["classes"]
+        self.n_features_in_ = int(self.w_.shape[0])
+"""
+
+
+def _run(code: str, pythonpath: Path) -> list:
+    env = {**os.environ, "PYTHONPATH": str(pythonpath)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, env=env, cwd=pythonpath)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def test_a_new_module_is_exported_and_loads_in_a_fresh_process(tmp_path):
+    """A copy of the package (links to its files) plus one new module,
+    ``toy_paper.py``, and no other change: in a fresh process ``import
+    weakkernels`` imports it, exports its class as ``weakkernels.ToyPaperSolver``
+    (in ``__all__``: a paper module), and a second fresh process reads its model
+    file with ``weakkernels.load`` alone. (``weakkernels._import_estimator_modules``
+    imports every public module of the package's own folder; a model file only
+    names a class among those registered.)"""
+    import weakkernels as wk
+
+    pkg = tmp_path / "weakkernels"
+    pkg.mkdir()
+    for entry in Path(wk.__file__).parent.iterdir():
+        if entry.name != "__pycache__":
+            (pkg / entry.name).symlink_to(entry)
+    (pkg / "toy_paper.py").write_text(_TOY_MODULE)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = np.where(X[:, 0] > 0, 1, 0)
+    y[::3] = -1
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", y)
+
+    saved = _run(
+        "import json, sys, numpy as np, weakkernels as wk\n"
+        "est = wk.ToyPaperSolver(C=2.0).fit(np.load('X.npy'), np.load('y.npy'))\n"
+        "est.save('toy.wkm')\n"
+        "print(json.dumps([wk.__file__, wk.ToyPaperSolver.__module__,\n"
+        "                  'ToyPaperSolver' in wk.__all__]))\n", tmp_path)
+    assert saved == [str(pkg / "__init__.py"), "weakkernels.toy_paper", True]
+    name, C, scores = _run(
+        "import json, numpy as np, weakkernels\n"
+        "m = weakkernels.load('toy.wkm')\n"
+        "print(json.dumps([type(m).__name__, m.C,\n"
+        "                  m.decision_function(np.load('X.npy')).tolist()]))\n",
+        tmp_path)
+    lab = y != -1
+    w = 2.0 * (X[lab][y[lab] == 1].mean(0) - X[lab][y[lab] == 0].mean(0))
+    assert (name, C) == ("ToyPaperSolver", 2.0)
+    np.testing.assert_allclose(scores, X @ w, rtol=1e-12)
+
+
+def test_a_module_cannot_register_the_name_of_another_estimator():
+    """``load`` finds a class by name alone, so a second class of a registered
+    name (from another module) is refused rather than shadowing it."""
+    from weakkernels._artifact import _REGISTRY, register
+
+    class TSGS3VM:  # noqa: N801 -- the clash is the point
+        pass
+
+    with pytest.raises(TypeError, match="registered estimator"):
+        register(TSGS3VM)
+    import weakkernels as wk
+
+    assert _REGISTRY["TSGS3VM"] is wk.TSGS3VM
+
+
 # The files a new solver touches: everything else that runs or checks solvers
 # (pipeline, benchmark worker, scikit-learn's common checks, bad-input and
-# model-file tests) reads the catalogue, as the tests above show. params.yaml
-# (models.names) and benchmarks/protocols/*.yaml only when the pipeline or a
-# protocol is to run it.
+# model-file tests, the import layers, the package's export and model-file
+# loader) reads the catalogue or the package's folder, as the tests above show.
+# params.yaml (models.names) and benchmarks/protocols/*.yaml only when the
+# pipeline or a protocol is to run it.
 NEW_SOLVER_FILES = (
-    "src/weakkernels/<paper>.py",  # the module
+    "src/weakkernels/<paper>.py",  # the module (its class ``register``-ed)
     "tests/test_<paper>.py",  # its behaviour tests
     "src/weakkernels/pipeline/registry.py",  # one ModelSpec in MODELS
-    "src/weakkernels/__init__.py",  # the export; importing the module here
-    #                                 registers it with weakkernels.load
-    "pyproject.toml",  # the module's place in the import-linter layers
     "README.md",  # docs: the estimator table
 )
 
 
 def test_a_new_solver_touches_the_files_listed_above():
-    """For every catalogue class, the lines outside its module, test file and
-    catalogue entry are there: the export from ``weakkernels`` (the papers'
-    solvers also in ``__all__`` and in the README's estimator table), and its
-    module in the package layers of the import-linter contract (a module
-    outside them would escape the layering check)."""
-    import tomllib
-
+    """At most four files, and for every catalogue class what is not in them
+    is derived: the export from ``weakkernels`` (the papers' solvers also in
+    ``__all__``) and its module in the package layers; the one line outside
+    module, test file and entry is its row in the README's estimator table."""
     import weakkernels as wk
 
+    assert len(NEW_SOLVER_FILES) <= 4
     for path in NEW_SOLVER_FILES:
         assert "<" in path or (ROOT / path).is_file(), path
-    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())[
-        "tool"]["importlinter"]["contracts"]
-    (package,) = [c for c in contracts if c["containers"] == ["weakkernels"]]
-    layered = {m.strip() for layer in package["layers"]
-               for m in re.split(r"[|:]", layer)}
+    layered = {m for la in package_layers() for m in la.module_tails}
     table = [line for line in (ROOT / "README.md").read_text().splitlines()
              if line.startswith("| `")]
     classes = [s for s in registry.MODELS.values() if s.cls is not None]

@@ -15,10 +15,10 @@ Every estimator saves to and loads from a pickle-free, seed-based model file:
 
 from __future__ import annotations
 
-# Every estimator module is imported here, explicitly: each registers its
-# classes with the model file loader on import, so ``weakkernels.load`` reads
-# every model file the package writes (the baselines' too) in a fresh process.
-from weakkernels._artifact import ModelFormatError, load
+# The papers' estimators, imported explicitly (what a reader and a type checker
+# see). Importing a module registers its classes with the model file loader.
+from weakkernels import baselines
+from weakkernels._artifact import _REGISTRY, ModelFormatError, load
 from weakkernels._version import __version__
 from weakkernels.baselines.auc import PNUAUC as PNUAUC
 from weakkernels.baselines.auc import ExactS2AUC as ExactS2AUC
@@ -45,3 +45,32 @@ __all__ = [
     "__version__",
     "load",
 ]
+
+
+def _import_estimator_modules() -> None:
+    """Import every public module of the package and of ``baselines``, the
+    ones not named above included: a solver added as a new module
+    (``src/weakkernels/<paper>.py``, its class ``register``-ed) is then read by
+    ``weakkernels.load`` in a fresh process and exported as ``weakkernels.X``
+    (in ``__all__`` if it is a paper module, not a baseline) without a line
+    here. Only the package's own files are imported, named by its folders:
+    never a module named by a model file, which is untrusted input. Private
+    modules (``_dask``, ...) and subpackages (``pipeline``, above the
+    estimators) are left out."""
+    import importlib
+    import pkgutil
+
+    for package in (__name__, baselines.__name__):
+        path = importlib.import_module(package).__path__
+        for info in pkgutil.iter_modules(path, f"{package}."):
+            if not info.ispkg and not info.name.rpartition(".")[2].startswith("_"):
+                importlib.import_module(info.name)
+    for name, cls in sorted(_REGISTRY.items()):
+        if globals().setdefault(name, cls) is not cls:
+            raise ImportError(f"weakkernels.{name} is {globals()[name]!r}, not "
+                              f"the registered estimator {cls!r}")
+        if cls.__module__.count(".") == 1 and name not in __all__:
+            __all__.append(name)
+
+
+_import_estimator_modules()

@@ -80,7 +80,14 @@ class ModelFormatError(ValueError):
 
 
 def register(cls: type) -> type:
-    """Class decorator: make ``cls`` loadable by :func:`load` under its name."""
+    """Class decorator: make ``cls`` loadable by :func:`load` under its name.
+
+    A model file names its class by ``__name__`` alone, so two classes of one
+    name (in two modules) would load each other's files: refused."""
+    prev = _REGISTRY.get(cls.__name__)
+    if prev is not None and prev.__module__ != cls.__module__:
+        raise TypeError(f"{cls.__name__} of {cls.__module__} has the name of the "
+                        f"registered estimator of {prev.__module__}")
     _REGISTRY[cls.__name__] = cls
     return cls
 
@@ -373,7 +380,7 @@ def load_bytes(payload: bytes, *, max_bytes: int = MAX_BYTES):
     meta, arrays = loads(payload, max_bytes=max_bytes)
     name = meta.get("estimator")
     # Estimator modules register themselves on import; ``import weakkernels``
-    # imports every one of them.
+    # imports every public module of the package (``_import_estimator_modules``).
     if name not in _REGISTRY:
         raise ModelFormatError(f"unknown estimator {name!r} in model file")
     return _REGISTRY[name]._from_artifact(meta, arrays)
