@@ -431,6 +431,11 @@ def emulate(
 
 
 # --------------------------------------------------------------- output ------
+# The per-iteration columns: the iterate's objective, relative gap and test
+# error, then the same for its average and its weighted average.
+TRACE = ["iteration", "seconds",
+         *(f"{m}{avg}" for avg in ("", "_avg", "_wavg")
+           for m in ("objective", "rel_gap", "test_err"))]
 FIELDS = [
     "part",
     "dataset",
@@ -443,17 +448,7 @@ FIELDS = [
     "balance",
     "anneal",
     "extra",
-    "iteration",
-    "seconds",
-    "objective",
-    "rel_gap",
-    "test_err",
-    "objective_avg",
-    "rel_gap_avg",
-    "test_err_avg",
-    "objective_wavg",
-    "rel_gap_wavg",
-    "test_err_wavg",
+    *TRACE,
     "note",
 ]
 
@@ -484,7 +479,12 @@ def plot_all(rows, out, datasets, Cs, one_pass):
             figsize=(3.6 * len(datasets), 2.7 * len(Cs)),
         )
         fig.suptitle(title, fontsize=9)
-        return fig, axes
+        panels = []  # one per data set (column) and C (row), titled
+        for j, ds in enumerate(datasets):
+            for i, C in enumerate(Cs):
+                axes[i, j].set_title(f"{ds}, C={C:g}", fontsize=8)
+                panels.append((axes[i, j], ds, C))
+        return fig, axes, panels
 
     def refline(ax, ds, C, key, name, style):
         r = sel(part="ref", dataset=ds, C_svc=C, run=name)
@@ -537,32 +537,29 @@ def plot_all(rows, out, datasets, Cs, one_pass):
         ),
     ):
         for xkey, suffix in (("iteration", ""), ("seconds", "_seconds")):
-            fig, axes = grid(
+            fig, axes, panels = grid(
                 f"TSGS3VM supervised-only (C*=0, no balance): {key} vs "
                 f"{xkey}; dashed black = averaged iterate of decay eta0=1"
             )
-            for j, ds in enumerate(datasets):
-                for i, C in enumerate(Cs):
-                    ax = axes[i, j]
-                    ax.set_title(f"{ds}, C={C:g}", fontsize=8)
-                    for run in sched + budget:
-                        if xkey == "iteration" and run in budget:
-                            continue
-                        if xkey == "seconds" and run not in budget + ["decay-1"]:
-                            continue
-                        rr = sel(part="sup", dataset=ds, C_svc=C, run=run)
-                        xs, ys = series(rr, key, xkey)
-                        if xs:
-                            ax.plot(xs, ys, color=colors[run], lw=1, label=run)
-                        if run == "decay-1" and xkey == "iteration":
-                            xs, ys = series(rr, key + "_avg", xkey)
-                            ax.plot(xs, ys, "k--", lw=0.9, label="decay-1 averaged")
-                    for name, style in refs:
-                        refline(ax, ds, C, key, name, style)
-                    if key == "test_err":
-                        refline(ax, ds, C, key, f"rff-{_largest_rff(rows)}", "-.")
-                    if xkey == "iteration":
-                        ax.axvline(one_pass[ds], color="grey", lw=0.7)
+            for ax, ds, C in panels:
+                for run in sched + budget:
+                    if xkey == "iteration" and run in budget:
+                        continue
+                    if xkey == "seconds" and run not in budget + ["decay-1"]:
+                        continue
+                    rr = sel(part="sup", dataset=ds, C_svc=C, run=run)
+                    xs, ys = series(rr, key, xkey)
+                    if xs:
+                        ax.plot(xs, ys, color=colors[run], lw=1, label=run)
+                    if run == "decay-1" and xkey == "iteration":
+                        xs, ys = series(rr, key + "_avg", xkey)
+                        ax.plot(xs, ys, "k--", lw=0.9, label="decay-1 averaged")
+                for name, style in refs:
+                    refline(ax, ds, C, key, name, style)
+                if key == "test_err":
+                    refline(ax, ds, C, key, f"rff-{_largest_rff(rows)}", "-.")
+                if xkey == "iteration":
+                    ax.axvline(one_pass[ds], color="grey", lw=0.7)
             finish(
                 fig,
                 axes,
@@ -575,42 +572,36 @@ def plot_all(rows, out, datasets, Cs, one_pass):
     # semi-supervised
     semi_runs = sorted({r["run"] for r in rows if r["part"] == "semi"})
     if semi_runs:
-        fig, axes = grid(
+        fig, axes, panels = grid(
             "unlabeled loss on (C* = C n_l / n_u): test error vs iteration"
         )
-        for j, ds in enumerate(datasets):
-            for i, C in enumerate(Cs):
-                ax = axes[i, j]
-                ax.set_title(f"{ds}, C={C:g}", fontsize=8)
-                for k, run in enumerate(semi_runs):
-                    xs, ys = series(
-                        sel(part="semi", dataset=ds, C_svc=C, run=run), "test_err"
-                    )
-                    if xs:
-                        ax.plot(xs, ys, color=cmap(k), lw=1, label=run)
-                refline(ax, ds, C, "test_err", "svc", "--")
-                refline(ax, ds, C, "test_err", "cccp", "-")
-                ax.axvline(one_pass[ds], color="grey", lw=0.7)
+        for ax, ds, C in panels:
+            for k, run in enumerate(semi_runs):
+                xs, ys = series(
+                    sel(part="semi", dataset=ds, C_svc=C, run=run), "test_err"
+                )
+                if xs:
+                    ax.plot(xs, ys, color=cmap(k), lw=1, label=run)
+            refline(ax, ds, C, "test_err", "svc", "--")
+            refline(ax, ds, C, "test_err", "cccp", "-")
+            ax.axvline(one_pass[ds], color="grey", lw=0.7)
         finish(fig, axes, out / "convergence_semi.png", False, ylabel="test error")
 
     emul_runs = sorted({r["run"] for r in rows if r["part"] == "emul"})
     if emul_runs:
-        fig, axes = grid(
+        fig, axes, panels = grid(
             "NumPy Algorithm 1 (supervised, decay eta0=1): suspects "
             "switched one at a time; dashed = averaged iterate"
         )
-        for j, ds in enumerate(datasets):
-            for i, C in enumerate(Cs):
-                ax = axes[i, j]
-                ax.set_title(f"{ds}, C={C:g}", fontsize=8)
-                for k, run in enumerate(emul_runs):
-                    rr = sel(part="emul", dataset=ds, C_svc=C, run=run)
-                    xs, ys = series(rr, "rel_gap")
-                    if xs:
-                        ax.plot(xs, ys, color=cmap(k), lw=1, label=run)
-                    xs, ys = series(rr, "rel_gap_avg")
-                    if xs:
-                        ax.plot(xs, ys, "--", color=cmap(k), lw=0.8)
+        for ax, ds, C in panels:
+            for k, run in enumerate(emul_runs):
+                rr = sel(part="emul", dataset=ds, C_svc=C, run=run)
+                xs, ys = series(rr, "rel_gap")
+                if xs:
+                    ax.plot(xs, ys, color=cmap(k), lw=1, label=run)
+                xs, ys = series(rr, "rel_gap_avg")
+                if xs:
+                    ax.plot(xs, ys, "--", color=cmap(k), lw=0.8)
         finish(
             fig, axes, out / "convergence_emulator.png", True, ylabel="(P(f) - P*) / P*"
         )
@@ -626,22 +617,7 @@ def _largest_rff(rows):
 
 
 # -------------------------------------------------------------- summary ------
-NUMERIC = {
-    "C_svc",
-    "eta0",
-    "iteration",
-    "seconds",
-    "objective",
-    "rel_gap",
-    "test_err",
-    "objective_avg",
-    "rel_gap_avg",
-    "test_err_avg",
-    "objective_wavg",
-    "rel_gap_wavg",
-    "test_err_wavg",
-    "max_features",
-}
+NUMERIC = {"C_svc", "eta0", "max_features", *TRACE}
 
 
 def read_csv(path):
@@ -1009,6 +985,7 @@ def main():
                 ):
                     kw = dict(kw, **extra)
                     kw.pop("max_iter", None)  # a deterministic solver sets its own
+                    row = dict(part=part, dataset=ds, C_svc=C, run=name)
                     try:
                         est, secs = fit_tsgs(pb, kw)
                         fL = np.asarray(est.decision_function(pb["XL"]), float)
@@ -1018,10 +995,7 @@ def main():
                         obj = P if part == "final-sup" else None
                         rows.append(
                             dict(
-                                part=part,
-                                dataset=ds,
-                                C_svc=C,
-                                run=name,
+                                row,
                                 seconds=secs,
                                 objective=obj,
                                 test_err=err,
@@ -1037,15 +1011,7 @@ def main():
                             f"err={err:.4f} {secs:.2f}s"
                         )
                     except Exception as exc:  # keep going; the CSV says what failed
-                        rows.append(
-                            dict(
-                                part=part,
-                                dataset=ds,
-                                C_svc=C,
-                                run=name,
-                                note=f"FAILED: {exc!r}",
-                            )
-                        )
+                        rows.append(dict(row, note=f"FAILED: {exc!r}"))
                         log(f"  final {name} FAILED: {exc!r}")
                 continue
             configs = list(sup_configs)

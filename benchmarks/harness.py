@@ -200,14 +200,22 @@ def make_split(proto: dict, ds: dict, n_u: int | None, seed: int):
         L, U = ds["_splits"]
         lab, unl = L[seed], U[seed]
         val = rng.choice(unl, size=min(n_val, unl.size), replace=False)
-        idx = np.concatenate([lab, unl])
-        yt = np.full(idx.size, -1)
-        yt[: lab.size] = y[lab]
-        Xtr, Xt, Xv = _scale(X[idx], X[unl], X[val], how=proto["scale"])
-        info = {"n_labeled": int(lab.size), "n_unlabeled": int(unl.size),
-                "n_test": int(unl.size), "prior": float(y[lab].mean())}
-        return dict(X_train=Xtr, y_train=yt, X_test=Xt, y_test=y[unl], X_val=Xv,
-                    y_val=y[val]), info
+        test = unl
+    else:
+        lab, unl, test, val = _random_ssl_split(proto, ds, y, n_u, n_val, rng)
+    idx = np.concatenate([lab, unl])
+    yt = np.full(idx.size, -1)
+    yt[: lab.size] = y[lab]
+    Xtr, Xt, Xv = _scale(X[idx], X[test], X[val], how=proto["scale"])
+    info = {"n_labeled": int(lab.size), "n_unlabeled": int(unl.size),
+            "n_test": int(test.size), "prior": float(y[lab].mean())}
+    return dict(X_train=Xtr, y_train=yt, X_test=Xt, y_test=y[test], X_val=Xv,
+                y_val=y[val]), info
+
+
+def _random_ssl_split(proto, ds, y, n_u, n_val, rng):
+    """Disjoint ``(labeled, unlabeled, test, val)`` indices drawn with ``rng``:
+    ``n_labeled`` labeled points, the first one of each class first."""
     perm = rng.permutation(y.size)
     n_test = ds.get("n_test", proto.get("n_test"))
     if isinstance(n_test, float):
@@ -225,14 +233,7 @@ def make_split(proto: dict, ds: dict, n_u: int | None, seed: int):
     if n_u is not None and unl.size < n_u:
         raise ValueError(f"{ds['name']}: only {unl.size} unlabeled points for "
                          f"n_u={n_u}")
-    idx = np.concatenate([lab, unl])
-    yt = np.full(idx.size, -1)
-    yt[: lab.size] = y[lab]
-    Xtr, Xt, Xv = _scale(X[idx], X[test], X[val], how=proto["scale"])
-    info = {"n_labeled": int(lab.size), "n_unlabeled": int(unl.size),
-            "n_test": int(test.size), "prior": float(y[lab].mean())}
-    return dict(X_train=Xtr, y_train=yt, X_test=Xt, y_test=y[test], X_val=Xv,
-                y_val=y[val]), info
+    return lab, unl, test, val
 
 
 def kernel_width(rule, X) -> float:

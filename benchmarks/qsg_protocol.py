@@ -32,7 +32,6 @@ import argparse
 import bz2
 import itertools
 import json
-import lzma
 import os
 import sys
 import time
@@ -44,6 +43,7 @@ from sklearn.datasets import load_svmlight_file
 from sklearn.metrics import roc_auc_score
 
 from weakkernels.baselines.auc import PNUAUC, ExactS2AUC, SupervisedKernelAUC
+from weakkernels.pipeline.datasets import load_raw
 from weakkernels.qsg_s2auc import QSGS2AUC
 
 # the data mirror beside the clone (../shared/data/raw), or $WEAKKERNELS_DATA
@@ -53,28 +53,23 @@ N_LABELED = 200
 N_TEST = 5000
 
 
+# name -> (the pipeline's data set, the label taken as positive): the same
+# files and arrays the pipeline's parser reads (pipeline.datasets.load_raw).
+REGISTRY = {"cod-rna": ("cod-rna", 1.0), "skin": ("skin_nonskin", 1.0),
+            "higgs": ("higgs_7k", 1.0)}
+
+
 def load(name: str):
     """``(X, y01)`` with 1 = the class LIBSVM calls +1 (skin: the skin class)."""
-    if name == "cod-rna":
-        with lzma.open(DATA / "cod-rna/cod-rna.dense.txt.xz") as fh:
-            a = np.loadtxt(fh)
-        return a[:, 1:], (a[:, 0] > 0).astype(int)
-    if name == "ijcnn1":
+    if name == "ijcnn1":  # the training file only (the registry adds val + test)
         with bz2.open(DATA / "ijcnn1/ijcnn1.trn.bz2") as fh:
             X, y = load_svmlight_file(fh, n_features=22)
         return X.toarray(), (y > 0).astype(int)
-    if name == "skin":
-        with lzma.open(DATA / "skin_nonskin/Skin_NonSkin.txt.xz") as fh:
-            a = np.loadtxt(fh)
-        return a[:, :3], (a[:, 3] == 1).astype(int)
-    if name == "higgs":
-        parts = []
-        for f in ("binary.train.xz", "binary.test.xz"):
-            with lzma.open(DATA / "higgs_lightgbm_subset" / f) as fh:
-                parts.append(np.loadtxt(fh))
-        a = np.concatenate(parts)
-        return a[:, 1:], (a[:, 0] > 0).astype(int)
-    raise ValueError(name)
+    if name not in REGISTRY:
+        raise ValueError(name)
+    registry_name, positive = REGISTRY[name]
+    raw = load_raw(registry_name, DATA)
+    return np.asarray(raw.X), (np.asarray(raw.y) == positive).astype(int)
 
 
 def split(X, y, seed: int, n_u: int, n_test: int = N_TEST, n_val: int = 0):

@@ -32,7 +32,6 @@ import argparse
 import bz2
 import itertools
 import json
-import lzma
 import math
 import os
 import time
@@ -41,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from weakkernels.baselines.su import CUU, SUSL
+from weakkernels.pipeline.datasets import load_raw
 from weakkernels.pipeline.splits import fit_arrays, resolve, su_split
 from weakkernels.tsgsu import TSGSU, su_zero_one_risk
 
@@ -51,22 +51,18 @@ TUNE_SEED = 1000
 
 
 def load(name: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(X, y01)`` with ``y01 == 1`` on the class taken as positive."""
-    if name == "cod-rna":
-        with lzma.open(DATA / "cod-rna/cod-rna.dense.txt.xz") as fh:
-            a = np.loadtxt(fh)
-        return a[:, 1:], (a[:, 0] > 0).astype(int)
-    if name == "skin_nonskin":
-        with lzma.open(DATA / "skin_nonskin/Skin_NonSkin.txt.xz") as fh:
-            a = np.loadtxt(fh)
-        return a[:, :3], (a[:, 3] == 1).astype(int)  # positive = skin
-    if name == "ijcnn1":
+    """``(X, y01)`` with ``y01 == 1`` on the class taken as positive (LIBSVM's
+    +1; skin_nonskin: the skin class), read by the pipeline's parser."""
+    if name == "ijcnn1":  # the training file only (the registry adds val + test)
         from sklearn.datasets import load_svmlight_file
 
         with bz2.open(DATA / "ijcnn1/ijcnn1.trn.bz2") as fh:
             X, y = load_svmlight_file(fh, n_features=22)
         return X.toarray(), (y > 0).astype(int)
-    raise ValueError(f"unknown data set {name!r}")
+    if name not in ("cod-rna", "skin_nonskin"):
+        raise ValueError(f"unknown data set {name!r}")
+    raw = load_raw(name, DATA)
+    return np.asarray(raw.X), (np.asarray(raw.y) == 1.0).astype(int)
 
 
 def make_problem(X, y, n_pairs, n_u, seed):
