@@ -586,6 +586,23 @@ def _float_array(est, attr: str, member: str, ndim: tuple[int, ...]):
     return arr
 
 
+def _check_expansion(est, points: str, coefs: str, d: int, *, coef_ndim: int = 1,
+                     shape: tuple | None = None) -> np.ndarray:
+    """A kernel expansion ``f(x) = sum_j c_j k(x, p_j)`` over stored points:
+    attribute ``points`` (m x ``d`` finite floats; ``shape`` given for sparse
+    points, which the caller checks) and ``coefs``, finite floats of
+    ``coef_ndim`` dimensions whose last axis has the m points. Returns the
+    coefficients."""
+    member = f"{points[:-1]}.npy"
+    if shape is None:
+        shape = _float_array(est, points, member, (2,)).shape
+    coef = _float_array(est, coefs, f"{coefs[:-1]}.npy", (coef_ndim,))
+    if shape[1] != d or coef.shape[-1] != shape[0]:
+        raise _corrupt(member, f"{points} {shape} / {coefs} {coef.shape} do not "
+                       f"match n_features_in={d}")
+    return coef
+
+
 def check_loaded_state(est) -> None:
     """Check the fitted attributes compiled code will read, against each other.
 
@@ -628,45 +645,21 @@ def check_loaded_state(est) -> None:
             )
         n_out = coef.shape[0]
     sv = getattr(est, "support_vectors_", None)
-    if sv is not None and sp.issparse(sv):  # CSR support vectors (sparse fit)
-        if sv.ndim != 2 or sv.data.dtype.kind != "f" or not np.all(
-            np.isfinite(sv.data)
-        ):
-            raise _corrupt("support_vectors_data.npy", "support_vectors_ must be "
-                           "a finite float sparse matrix")
-        sv = sv.shape
-    elif sv is not None:
-        sv = _float_array(est, "support_vectors_", "support_vectors.npy", (2,))
-        sv = sv.shape
-    if sv is not None:
-        coef = _float_array(est, "dual_coef_", "dual_coef.npy", (2,))
-        if sv[1] != d or coef.shape[1] != sv[0]:
-            raise _corrupt(
-                "support_vectors.npy",
-                f"support_vectors_ {sv} / dual_coef_ {coef.shape} do not "
-                f"match n_features_in={d}",
-            )
-        n_out = coef.shape[0]
-    X_fit = getattr(est, "X_fit_", None)
-    if X_fit is not None:
-        X_fit = _float_array(est, "X_fit_", "X_fit.npy", (2,))
-        coef = _float_array(est, "coef_", "coef.npy", (1,))
-        if X_fit.shape[1] != d or coef.shape != (X_fit.shape[0],):
-            raise _corrupt(
-                "X_fit.npy",
-                f"X_fit_ {X_fit.shape} / coef_ {coef.shape} do not match "
-                f"n_features_in={d}",
-            )
-    centers = getattr(est, "centers_", None)
-    if centers is not None:  # kernel-basis models (SUSL, ...)
-        centers = _float_array(est, "centers_", "centers.npy", (2,))
-        alpha = _float_array(est, "alpha_", "alpha.npy", (1,))
-        if centers.shape[1] != d or alpha.shape != (centers.shape[0],):
-            raise _corrupt(
-                "centers.npy",
-                f"centers_ {centers.shape} / alpha_ {alpha.shape} do not match "
-                f"n_features_in={d}",
-            )
+    if sv is not None:  # one row of dual coefficients per decision column
+        shape = None  # dense: checked as a float array
+        if sp.issparse(sv):  # CSR support vectors (sparse fit)
+            if sv.ndim != 2 or sv.data.dtype.kind != "f" or not np.all(
+                np.isfinite(sv.data)
+            ):
+                raise _corrupt("support_vectors_data.npy", "support_vectors_ "
+                               "must be a finite float sparse matrix")
+            shape = sv.shape
+        n_out = _check_expansion(est, "support_vectors_", "dual_coef_", d,
+                                 coef_ndim=2, shape=shape).shape[0]
+    if getattr(est, "X_fit_", None) is not None:  # exact AUC models
+        _check_expansion(est, "X_fit_", "coef_", d)
+    if getattr(est, "centers_", None) is not None:  # kernel-basis models (SUSL, ...)
+        _check_expansion(est, "centers_", "alpha_", d)
     for attr in ("platt_", "probA_", "probB_", "calibration_"):
         value = getattr(est, attr, None)
         if isinstance(value, np.ndarray) and not (

@@ -116,6 +116,18 @@ class _ExactAUCBase(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimat
     _require_unlabeled = True
     _labeled_only = False
 
+    def __init__(self, *, prior=None, lam=1e-3, kernel="rbf", sigma=1.0,
+                 degree=2, coef0=1.0, max_samples=5000):
+        # The parameters every exact AUC learner takes, stored once here; a
+        # subclass adds its trade-off and passes these on.
+        self.prior = prior
+        self.lam = lam
+        self.kernel = kernel
+        self.sigma = sigma
+        self.degree = degree
+        self.coef0 = coef0
+        self.max_samples = max_samples
+
     def _terms(self):
         raise NotImplementedError
 
@@ -232,14 +244,9 @@ class PNUAUC(_ExactAUCBase):
 
     def __init__(self, *, eta=0.5, prior=None, lam=1e-3, kernel="rbf", sigma=1.0,
                  degree=2, coef0=1.0, max_samples=5000):
+        super().__init__(prior=prior, lam=lam, kernel=kernel, sigma=sigma,
+                         degree=degree, coef0=coef0, max_samples=max_samples)
         self.eta = eta
-        self.prior = prior
-        self.lam = lam
-        self.kernel = kernel
-        self.sigma = sigma
-        self.degree = degree
-        self.coef0 = coef0
-        self.max_samples = max_samples
 
     def _terms(self):
         pi, eta = self.prior_, float(self.eta)
@@ -262,16 +269,6 @@ class SupervisedKernelAUC(_ExactAUCBase):
 
     _require_unlabeled = False
     _labeled_only = True
-
-    def __init__(self, *, prior=None, lam=1e-3, kernel="rbf", sigma=1.0,
-                 degree=2, coef0=1.0, max_samples=5000):
-        self.prior = prior
-        self.lam = lam
-        self.kernel = kernel
-        self.sigma = sigma
-        self.degree = degree
-        self.coef0 = coef0
-        self.max_samples = max_samples
 
     def _terms(self):
         return [("P", "N", 1.0)]
@@ -302,17 +299,9 @@ class ExactS2AUC(_ExactAUCBase):
 
     def __init__(self, *, gamma=0.5, prior=None, lam=1e-3, kernel="rbf",
                  sigma=1.0, degree=2, coef0=1.0, max_samples=5000):
-        # scikit-learn's __init__ stores each parameter as passed; sharing
-        # QSGS2AUC's parameter names makes these the same lines, not the same
-        # logic. pylint: disable=duplicate-code
+        super().__init__(prior=prior, lam=lam, kernel=kernel, sigma=sigma,
+                         degree=degree, coef0=coef0, max_samples=max_samples)
         self.gamma = gamma
-        self.prior = prior
-        self.lam = lam
-        self.kernel = kernel
-        self.sigma = sigma
-        self.degree = degree
-        self.coef0 = coef0
-        self.max_samples = max_samples
 
     def _terms(self):
         g = float(self.gamma)
