@@ -296,6 +296,24 @@ def _kernel_diag(X, sqnorm, code, sigma, degree, coef0):
     return out
 
 
+def _expansion_row(F, r, coef, intercept, row):
+    """``F[r, c] = intercept[c] + sum_s coef[c, s] row[s]``: the decision values
+    of point ``r`` from its kernel row to the support vectors."""
+    for c in range(coef.shape[0]):
+        acc = intercept[c]
+        for s in range(coef.shape[1]):
+            acc += coef[c, s] * row[s]
+        F[r, c] = acc
+
+
+# One source compiled twice, so that each path keeps its arithmetic: the dense
+# decision sums with fastmath (reassociated, vectorized), the CSR one in order.
+# Not cached on their own (one cache entry would serve both flag sets); each
+# caller's cached code holds its copy.
+_add_row_fast = njit(fastmath=FASTMATH)(_expansion_row)
+_add_row = njit(_expansion_row)
+
+
 @njit(fastmath=FASTMATH, cache=True)
 def _decision(Z, SV, sv_sq, coef, intercept, code, sigma, degree, coef0):
     """``F[r, c] = sum_s coef[c, s] k(Z[r], SV[s]) + intercept[c]``, row by row."""
@@ -308,11 +326,7 @@ def _decision(Z, SV, sv_sq, coef, intercept, code, sigma, degree, coef0):
         for t in range(Z.shape[1]):
             zsq += Z[r, t] * Z[r, t]
         _kernel_row(Z[r], zsq, SV, sv_sq, code, sigma, degree, coef0, row)
-        for c in range(n_out):
-            acc = intercept[c]
-            for s in range(n_sv):
-                acc += coef[c, s] * row[s]
-            F[r, c] = acc
+        _add_row_fast(F, r, coef, intercept, row)
     return F
 
 
@@ -334,11 +348,7 @@ def _csr_decision(z_indptr, z_indices, z_data, sv_colptr, sv_rowidx, sv_colval,
             zl1 += abs(z_data[t])
         _csr_kernel_row(z_indices[a:b], z_data[a:b], zsq, zl1, sv_colptr, sv_rowidx,
                         sv_colval, sv_sq, sv_l1, code, sigma, degree, coef0, row)
-        for c in range(n_out):
-            acc = intercept[c]
-            for s in range(n_sv):
-                acc += coef[c, s] * row[s]
-            F[r, c] = acc
+        _add_row(F, r, coef, intercept, row)
     return F
 
 
