@@ -10,7 +10,8 @@ the choice is not made on the reported test sets.
 Multiclass sets (one-vs-rest; test = the unlabeled points, as in paper 004's
 Table 1.3): ``coil20`` (scikit-feature COIL-20, 2 labeled images per object,
 random splits ``--seeds``) and ``sslbook-coil`` (SSL-book set 6, six classes).
-``sslbook-<name>`` (``SSLBOOK``): official 100-label splits 1-6, test = U.
+``sslbook-<name>`` (``SSLBOOK``): official 100-label splits 1-6 (1-N with
+``--official-splits N``; 12 = all), test = U.
 
     .venv/bin/python benchmarks/s3vm_defaults.py [--out FILE.csv]
 """
@@ -49,6 +50,7 @@ VARIANTS = {
     "unlabeled_loss=shg + balance=mean": {"unlabeled_loss": "shg", "balance": "mean"},
     "unlabeled_loss=shg": {"unlabeled_loss": "shg"},
     "unlabeled_loss=ramp": {"unlabeled_loss": "ramp"},
+    "features=fourier": {"features": "fourier"},
 }
 
 
@@ -78,7 +80,7 @@ def synthetic_imbalanced(seed, n=3300, d=4, positive=0.1):
     return X, y
 
 
-def splits(name, seeds=(10, 11, 12)):
+def splits(name, seeds=(10, 11, 12), n_official=6):
     if name == "synthetic_imbalanced":
         for seed in seeds:
             X, y = synthetic_imbalanced(seed)
@@ -88,7 +90,7 @@ def splits(name, seeds=(10, 11, 12)):
         from _cccp_common import sslbook
 
         X, y, official = sslbook(SSLBOOK[name[8:]], 100)
-        for k, (L, U) in enumerate(official[:6]):
+        for k, (L, U) in enumerate(official[:n_official]):
             yield f"split {k + 1}", X[L], y[L], X[U], X[U], y[U]
         return
     if name == "coil20":
@@ -159,6 +161,8 @@ def main(argv=None):
                     help="random splits of cod-rna / ijcnn1 (g50c: splits 6-10)")
     ap.add_argument("--variants", nargs="+", choices=list(VARIANTS),
                     default=list(VARIANTS), help="TSGS3VM variants to run")
+    ap.add_argument("--official-splits", type=int, default=6,
+                    help="SSL-book sets: the first N official splits (12: all)")
     ap.add_argument("--g50c-targets", action="store_true",
                     help="only the g50c grid targets (g50c_targets)")
     args = ap.parse_args(argv)
@@ -167,7 +171,8 @@ def main(argv=None):
         return g50c_targets()
     rows = []
     for name in args.datasets:
-        for split, XL, yl, XU, XT, yt in splits(name, args.seeds):
+        for split, XL, yl, XU, XT, yt in splits(name, args.seeds,
+                                                args.official_splits):
             X = np.vstack([XL, XU])
             y = np.r_[yl, np.full(len(XU), -1)]
             sigma = 1.0 / (X.shape[1] * X.var())

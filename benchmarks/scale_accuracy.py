@@ -31,7 +31,9 @@ Methods (``--methods``, comma-separated):
   defaults; suffixes change one setting each: ``_c0`` ``C_star=0`` (its own
   supervised machine), ``_c01`` a tenth of paper 004's ``C n_l / n_u``,
   ``_sq`` ``loss="squared_hinge"``, ``_sm`` ``loss="smooth_hinge"``, ``_rff``
-  / ``_ny`` ``features="fourier"`` / ``"nystroem"``, ``_ushg`` / ``_uramp``
+  / ``_ny`` ``features="fourier"`` / ``"nystroem"``, ``_f<N>``
+  ``max_features=N`` (Fourier features or Nyström landmarks; TSGS3VM only),
+  ``_ushg`` / ``_uramp``
   / ``_uda`` ``unlabeled_loss="shg"`` / ``"ramp"`` / ``"da"``, ``_mean`` /
   ``_clip`` ``balance="mean"`` (Eq. 1.13 as printed) / ``"clipped"`` (e.g.
   ``tsgs3vm_rff_sq_c0``; the default ``"auto"`` pair is ``"da"`` +
@@ -180,6 +182,8 @@ def make(method: str, C: float, sigma: float, seed: int):
             kw["balance"] = "mean" if token == "mean" else "clipped"
         elif token in ("rff", "ny"):
             kw["features"] = "fourier" if token == "rff" else "nystroem"
+        elif token[:1] == "f" and token[1:].isdigit() and cls is TSGS3VM:
+            kw["max_features"] = int(token[1:])  # features / landmarks
         else:
             raise SystemExit(f"unknown method token {token!r} in {method!r}")
     return cls(**kw), True, tuned

@@ -81,6 +81,14 @@ def test_single_setting_methods():
                                                            "squared_hinge")
     est = sa.make("tsgs3vm_uda_clip", 10.0, 0.5, 0)[0]
     assert (est.unlabeled_loss, est.balance) == ("da", "clipped")
+    est = sa.make("tsgs3vm_rff_f4096_c0", 10.0, 0.5, 0)[0]
+    assert (est.features, est.max_features, est.C_star) == ("fourier", 4096, 0.0)
+    try:  # FRS3VM sizes its block by n_components, not max_features
+        sa.make("frs3vm_f4096", 10.0, 0.5, 0)
+    except SystemExit as exc:
+        assert "unknown method token" in str(exc)
+    else:
+        raise AssertionError("frs3vm_f4096 was accepted")
 
 
 def test_table_flags_a_model_at_chance():
