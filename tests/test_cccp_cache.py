@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from weakkernels import CCCPTSVM, _smo
+from weakkernels import CCCPTSVM, RampSVM, _smo
 from weakkernels._smo import (
     BLOCK_MIN_FEATURES,
     CACHE_MEMORY_FRACTION,
@@ -170,3 +170,85 @@ def test_same_model_for_one_and_two_threads():
                              capture_output=True, text=True, check=True)
         out.add(tuple(json.loads(res.stdout.strip().splitlines()[-1])))
     assert len(out) == 1
+
+
+def _multiclass(sparse, n=240, d=D_BLOCK, seed=5):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = np.argmax(X[:, :4] @ rng.standard_normal((4, 4)), axis=1)
+    if sparse:
+        X[rng.random(X.shape) < 0.7] = 0.0
+        X = sp.csr_matrix(X)
+    return X, y
+
+
+def _fitted_state(est):
+    state = [est.dual_coef_, est.intercept_, est.support_, est.n_iter_,
+             *est.objective_curve_, est.probA_, est.probB_,
+             est.cache_rows_, est.cache_hit_rate_, est.kernel_rows_computed_]
+    if hasattr(est, "transduction_"):
+        state.append(est.transduction_)
+    return [np.asarray(a).tobytes() for a in state]
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+@pytest.mark.parametrize("make", ["tsvm", "ramp"])
+def test_one_vs_rest_in_threads_is_the_serial_model(make, sparse, monkeypatch):
+    X, y = _multiclass(sparse)
+    if make == "tsvm":
+        ys = np.full(y.size, -1)
+        ys[:40] = y[:40]
+        params = dict(C=10.0, sigma=0.5 / D_BLOCK, s=-0.3, C_star=0.5)
+        est_cls = CCCPTSVM
+    else:
+        ys = y
+        params = dict(C=10.0, sigma=0.5 / D_BLOCK, s=-0.3, init_fraction=0.5,
+                      random_state=0)
+        est_cls = RampSVM
+    views = []
+    real_view = KernelProblem.solver_view
+
+    def counting_view(self):
+        views.append(1)
+        return real_view(self)
+
+    monkeypatch.setattr(KernelProblem, "solver_view", counting_view)
+    serial = est_cls(**params).fit(X, ys)
+    assert not views
+    for n_jobs in (2, -1):
+        threaded = est_cls(**params, n_jobs=n_jobs).fit(X, ys)
+        assert _fitted_state(threaded) == _fitted_state(serial)
+    assert len(views) == 2 * 4  # one view per class problem and fit: threads ran
+    assert serial.cache_hit_rate_ == 1.0
+    # a partial cache: the problems run one after another, the same model
+    views.clear()
+    rows = X.shape[0] - 40  # every class problem misses rows
+    tiny = est_cls(**params, n_jobs=2, cache_size=rows * 8 * (X.shape[0] + 1)
+                   / 2**20).fit(X, ys)
+    assert not views and tiny.cache_rows_ < X.shape[0]
+    np.testing.assert_array_equal(tiny.dual_coef_, serial.dual_coef_)
+    np.testing.assert_array_equal(tiny.intercept_, serial.intercept_)
+
+
+def test_solver_view_shares_rows_and_counts_its_own_requests():
+    X = _wide(n=60)
+    kp = KernelProblem(X, KERNEL_CODES["rbf"], 0.01, 3, 0.5)
+    before = kp.counters.copy()
+    view = kp.solver_view()
+    assert view.data is kp.data and view.stamp is not kp.stamp
+    row = view.row(7)
+    np.testing.assert_array_equal(row, kp.data[kp.slot_of[7]])
+    assert view.counters[1] == 1 and np.array_equal(kp.counters, before)
+    kp.absorb_counters([view])
+    assert kp.counters[1] == before[1] + 1 and kp.counters[2] == before[2]
+    partial = KernelProblem(X, KERNEL_CODES["rbf"], 0.01, 3, 0.5,
+                            cache_size=10 * 8 * 60 / 2**20)
+    assert not partial.fully_cached
+    with pytest.raises(ValueError, match="fully cached"):
+        partial.solver_view()
+
+
+def test_n_jobs_zero_is_refused():
+    X, y = _multiclass(False, n=40)
+    with pytest.raises(ValueError, match="n_jobs"):
+        RampSVM(n_jobs=0).fit(X, y)

@@ -45,3 +45,11 @@ RANDOM_FEATURE_CONSTRAINTS = {
     "dtype": [StrOptions({"float32", "float64"})],
     "random_state": ["random_state"],
 }
+
+# Threads (scikit-learn's n_jobs: None is one, -1 every core, -2 all but one);
+# 0 means nothing and is refused.
+N_JOBS = [
+    None,
+    Interval(Integral, None, -1, closed="right"),
+    Interval(Integral, 1, None, closed="left"),
+]

@@ -40,11 +40,14 @@ same compiled code for both layouts.
 Solver pieces: second-order working-set selection (Fan, Chen & Lin 2005, LIBSVM
 WSS2), a bounded LRU cache of kernel rows (``cache_size`` MB as in scikit-learn;
 the full matrix is never formed unless it fits in the cache), LIBSVM-style
-shrinking with gradient reconstruction, and an iteration cap.
+shrinking with gradient reconstruction, and an iteration cap. The compiled
+functions release the GIL (``nogil``): solves over one fully cached problem
+run in threads, each through its own :meth:`KernelProblem.solver_view`.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 
@@ -104,7 +107,7 @@ _LINEAR = KERNEL_CODES["linear"]
 # --------------------------------------------------------------------------
 
 
-@njit(fastmath=FASTMATH, cache=True)
+@njit(fastmath=FASTMATH, cache=True, nogil=True)
 def _ipow(x, degree):
     # Integer power by repeated multiplication: pow() with fastmath may take
     # approximate paths, and a negative base with a float exponent is NaN-prone.
@@ -114,7 +117,7 @@ def _ipow(x, degree):
     return r
 
 
-@njit(fastmath=FASTMATH, cache=True)
+@njit(fastmath=FASTMATH, cache=True, nogil=True)
 def _kernel_row(xi, xi_sq, X, sqnorm, code, sigma, degree, coef0, out):
     """``out[q] = k(xi, X[q])`` for every row of ``X`` (one kernel row)."""
     n, d = X.shape
@@ -139,7 +142,7 @@ def _kernel_row(xi, xi_sq, X, sqnorm, code, sigma, degree, coef0, out):
                 out[q] = dot
 
 
-@njit(fastmath=FASTMATH, cache=True)
+@njit(fastmath=FASTMATH, cache=True, nogil=True)
 def _csr_kernel_row(vi_idx, vi_val, vi_sq, vi_l1, colptr, rowidx, colval, sqnorm,
                     l1, code, sigma, degree, coef0, out):
     """``out[q] = k(v, X[q])`` for a sparse vector ``v`` and every row of sparse ``X``.
@@ -204,7 +207,7 @@ def _point_row(X, p, sqnorm, code, sigma, degree, coef0, out):
     raise NotImplementedError("only callable from numba-compiled code")
 
 
-@overload(_point_row, jit_options={"cache": True})
+@overload(_point_row, jit_options={"cache": True, "nogil": True})
 def _point_row_impl(X, p, sqnorm, code, sigma, degree, coef0, out):
     if isinstance(X, types.Array):
         def dense(X, p, sqnorm, code, sigma, degree, coef0, out):
@@ -221,7 +224,7 @@ def _point_row_impl(X, p, sqnorm, code, sigma, degree, coef0, out):
     return sparse
 
 
-@njit(fastmath=FASTMATH, cache=True)
+@njit(fastmath=FASTMATH, cache=True, nogil=True)
 def _transform_dots(G, sq_rows, sqnorm, code, sigma, degree, coef0, out):
     """``out[r, q] = k`` from the dot products ``G[r, q] = <x_r, x_q>``.
 
@@ -251,7 +254,7 @@ def _dense_block(X, b0, b1, sqnorm, code, sigma, degree, coef0, out):
     raise NotImplementedError("only callable from numba-compiled code")
 
 
-@overload(_dense_block, jit_options={"cache": True})
+@overload(_dense_block, jit_options={"cache": True, "nogil": True})
 def _dense_block_impl(X, b0, b1, sqnorm, code, sigma, degree, coef0, out):
     if isinstance(X, types.Array):
         def dense(X, b0, b1, sqnorm, code, sigma, degree, coef0, out):
@@ -265,7 +268,7 @@ def _dense_block_impl(X, b0, b1, sqnorm, code, sigma, degree, coef0, out):
     return sparse
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _rows_block(X, b0, b1, sqnorm, code, sigma, degree, coef0, block, out):
     """Kernel rows of base points ``b0 .. b1-1`` (``b0`` a multiple of ``block``).
 
@@ -282,7 +285,7 @@ def _rows_block(X, b0, b1, sqnorm, code, sigma, degree, coef0, block, out):
             _point_row(X, p, sqnorm, code, sigma, degree, coef0, out[p - b0])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _kernel_diag(X, sqnorm, code, sigma, degree, coef0):
     n = sqnorm.shape[0]
     out = np.empty(n)
@@ -314,7 +317,7 @@ _add_row_fast = njit(fastmath=FASTMATH)(_expansion_row)
 _add_row = njit(_expansion_row)
 
 
-@njit(fastmath=FASTMATH, cache=True)
+@njit(fastmath=FASTMATH, cache=True, nogil=True)
 def _decision(Z, SV, sv_sq, coef, intercept, code, sigma, degree, coef0):
     """``F[r, c] = sum_s coef[c, s] k(Z[r], SV[s]) + intercept[c]``, row by row."""
     n = Z.shape[0]
@@ -330,7 +333,7 @@ def _decision(Z, SV, sv_sq, coef, intercept, code, sigma, degree, coef0):
     return F
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _csr_decision(z_indptr, z_indices, z_data, sv_colptr, sv_rowidx, sv_colval,
                   sv_sq, sv_l1, coef, intercept, code, sigma, degree, coef0):
     """:func:`_decision` for CSR ``Z`` and support vectors given as CSC."""
@@ -357,7 +360,7 @@ def _csr_decision(z_indptr, z_indices, z_data, sv_colptr, sv_rowidx, sv_colval,
 # --------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _base_row(p, X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, out):
     """Kernel row of base point ``p`` against all base points (x_0 last)."""
     n_pts = sqnorm.shape[0]
@@ -371,7 +374,7 @@ def _base_row(p, X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, out):
         out[n_pts] = k00
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _free_slot(data, slot_of, owner, stamp, counters):
     """A slot for a new row: the next never-used one, else the least recently used.
 
@@ -394,7 +397,7 @@ def _free_slot(data, slot_of, owner, stamp, counters):
     return s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _get_row(p, data, slot_of, owner, stamp, counters, X, sqnorm, k0, k00, has_x0,
              code, sigma, degree, coef0, block, buf):
     """Slot of ``data`` holding the row of base point ``p`` (computed on a miss).
@@ -450,7 +453,7 @@ def _get_row(p, data, slot_of, owner, stamp, counters, X, sqnorm, k0, k00, has_x
 # --------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _kernel_times(w, data, slot_of, owner, stamp, counters, X, sqnorm, k0, k00,
                   has_x0, code, sigma, degree, coef0, block, buf):
     """``K w`` over base points, summing the cached rows of nonzero ``w``."""
@@ -466,7 +469,7 @@ def _kernel_times(w, data, slot_of, owner, stamp, counters, X, sqnorm, k0, k00,
     return kw
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _gradient_from_scratch(alpha, zeta, pov, g, only_inactive, is_active, data,
                            slot_of, owner, stamp, counters, X, sqnorm, k0, k00,
                            has_x0, code, sigma, degree, coef0, block, buf):
@@ -504,7 +507,7 @@ def _gradient_from_scratch(alpha, zeta, pov, g, only_inactive, is_active, data,
             g[k] = zeta[k] - kw[pov[k]]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _smo_solve(X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, pov, zeta,
                A, B, alpha, data, slot_of, owner, stamp, counters, tol, max_iter,
                shrinking, block, buf):
@@ -657,7 +660,7 @@ def _smo_solve(X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, pov, zeta
     return g, b, it, status
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _shrink(alpha, g, A, B, active, n_active, is_active, tol, unshrunk):
     """Drop bounded variables that cannot join a violating pair (LIBSVM rule)."""
     gmax = -np.inf
@@ -688,7 +691,7 @@ def _shrink(alpha, g, A, B, active, n_active, is_active, tol, unshrunk):
     return new_n
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _unshrink(alpha, zeta, pov, g, active, is_active, data, slot_of, owner, stamp,
               counters, X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0,
               block, buf):
@@ -703,7 +706,7 @@ def _unshrink(alpha, zeta, pov, g, active, is_active, data, slot_of, owner, stam
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _bias(alpha, g, A, B):
     """``b``: mean gradient over free variables, else midpoint of the KKT range."""
     acc = 0.0
@@ -885,7 +888,7 @@ def cache_rows(cache_size: float, m: int, itemsize: int = 8) -> int:
     return int(max(2, min(m, int(cache_size * 2**20) // (itemsize * max(m, 1)))))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _fill_cache(X, sqnorm, weight, code, sigma, degree, coef0, block, data, slot_of,
                 owner, counters, n_fill, k0):
     """Rows of base points ``0 .. n_fill-1`` into the cache, and Eq. 1.15's column.
@@ -1040,6 +1043,46 @@ class KernelProblem:
     def rows_computed(self) -> int:
         """Kernel rows computed so far (cache fill, misses and their blocks)."""
         return int(self.counters[4])
+
+    @property
+    def fully_cached(self) -> bool:
+        """Every base point's row (x_0's included) is in the cache.
+
+        Then no row request can miss: ``data``, ``slot_of`` and ``owner`` are
+        only read from here on, and solves may share them across threads
+        (:meth:`solver_view`).
+        """
+        return self.capacity >= self.m
+
+    def solver_view(self) -> KernelProblem:
+        """The same problem with its own LRU bookkeeping, for a concurrent solve.
+
+        Shares the rows (``data``, ``slot_of``, ``owner``, points, norms,
+        balancing column) and owns ``stamp``, ``counters`` (the clock and the
+        hit / miss counts start at zero) and the block buffer, the only arrays
+        a solve writes when no row can miss. Only for a fully cached problem
+        (:attr:`fully_cached`): a miss would write the shared slots. Add the
+        view's counts back with :meth:`absorb_counters`.
+        """
+        if not self.fully_cached:
+            raise ValueError("only a fully cached problem can be shared by solves")
+        view = copy.copy(self)
+        view.stamp = self.stamp.copy()
+        view.counters = self.counters.copy()
+        view.counters[:3] = 0  # clock, hits, misses: this view's own
+        view.buf = np.empty_like(self.buf)
+        return view
+
+    def absorb_counters(self, views) -> None:
+        """Add the hits and misses counted by :meth:`solver_view` views.
+
+        The totals equal those of the same solves run one after another on
+        this problem (each request is a hit or a miss whoever makes it).
+        """
+        for view in views:
+            if int(view.counters[2]) or view.counters[4] != self.counters[4]:
+                raise RuntimeError("a shared kernel cache computed a row")
+            self.counters[:3] += view.counters[:3]
 
     @property
     def x0_index(self) -> int:

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import logging
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
+from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -34,7 +36,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from weakkernels._artifact import ArtifactMixin, ModelFormatError, register
 from weakkernels._calibration import fit_platt, platt_proba
-from weakkernels._constraints import KERNEL_CONSTRAINTS
+from weakkernels._constraints import KERNEL_CONSTRAINTS, N_JOBS
 from weakkernels._smo import (
     STATUS_MAX_ITER,
     KernelProblem,
@@ -162,6 +164,29 @@ def _cccp(kp, pov, yv, zeta, cap, concave, free, s, beta, alpha, *, tol, max_ite
     }
 
 
+def _solve_problems(kp, problem, tasks, n_jobs):
+    """``[problem(kp, task) for task in tasks]``, on ``n_jobs`` threads when safe.
+
+    The one-vs-rest problems of one fit share ``kp`` and its kernel cache.
+    Threads (the compiled solver releases the GIL) are used only when every
+    row is cached (:attr:`~weakkernels._smo.KernelProblem.fully_cached`): no
+    row is then computed or evicted, each problem reads the same rows and
+    keeps its own LRU bookkeeping (:meth:`~weakkernels._smo.KernelProblem.
+    solver_view`), so every result -- and the summed hit counts -- equals
+    the serial one bit for bit. With a partial cache the problems run one
+    after another whatever ``n_jobs`` is: their misses would evict rows
+    another problem is reading.
+    """
+    n_threads = min(len(tasks), effective_n_jobs(n_jobs))
+    if n_threads <= 1 or not kp.fully_cached:
+        return [problem(kp, task) for task in tasks]
+    views = [kp.solver_view() for _ in tasks]
+    with ThreadPoolExecutor(max_workers=n_threads) as pool:
+        results = list(pool.map(problem, views, tasks))
+    kp.absorb_counters(views)
+    return results
+
+
 def _resolve_max_iter(max_iter, n_vars):
     """``None`` -> LIBSVM's cap ``max(10^7, 100 n)`` (see ``default_max_iter``)."""
     return default_max_iter(n_vars) if max_iter is None else int(max_iter)
@@ -194,6 +219,7 @@ _COMMON_CONSTRAINTS = {
     "max_iter": [Interval(Integral, -1, None, closed="left"), None],
     "max_cccp_iter": [Interval(Integral, 1, None, closed="left")],
     "shrinking": ["boolean"],
+    "n_jobs": N_JOBS,
 }
 
 
@@ -492,6 +518,15 @@ class RampSVM(_CCCPBase):
         Maximum number of CCCP iterations (convex solves).
     shrinking : bool, default=True
         LIBSVM-style shrinking in the SMO solver.
+    n_jobs : int or None, default=None
+        Threads for the one-vs-rest problems (more than two classes):
+        ``None`` one, ``-1`` every core (scikit-learn's convention, through
+        joblib's ``effective_n_jobs``). The problems run concurrently only when
+        the whole kernel matrix is in the cache (``cache_rows_`` covers every
+        point, the default when it fits in ``cache_size``): they then only read
+        the shared rows. With a partial cache, or two classes, they run one
+        after another. The model is the same bit for bit for every ``n_jobs``;
+        it is a resource setting, not a model parameter.
     random_state : int, RandomState instance or None, default=None
         Draws the subset of ``init_fraction``; unused otherwise.
 
@@ -545,6 +580,7 @@ class RampSVM(_CCCPBase):
         max_iter: int | None = None,
         max_cccp_iter: int = 50,
         shrinking: bool = True,
+        n_jobs: int | None = None,
         random_state=None,
     ):
         self.C = C
@@ -560,6 +596,7 @@ class RampSVM(_CCCPBase):
         self.max_iter = max_iter
         self.max_cccp_iter = max_cccp_iter
         self.shrinking = shrinking
+        self.n_jobs = n_jobs
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -596,15 +633,21 @@ class RampSVM(_CCCPBase):
         C = float(self.C)
         opts = dict(tol=self.tol, max_iter=self.max_iter, shrinking=self.shrinking)
         pov = np.arange(n)
-        coefs, intercepts, f_lab, curves, n_iters = [], [], [], [], []
-        hit_cap = False
-        for yb in self._binary_targets(y_enc, self.classes_.size):
+        targets = self._binary_targets(y_enc, self.classes_.size)
+        subsets = [None] * len(targets)
+        if self.init_fraction is not None and self.init_fraction < 1.0:
+            # drawn here, in class order: the random stream does not depend
+            # on the order in which the class problems run
+            subsets = [_stratified_subset(yb, self.init_fraction, rng)
+                       for yb in targets]
+
+        def problem(kp, task):
+            yb, sub = task
             beta0 = np.zeros(n)
-            if self.init_fraction is not None and self.init_fraction < 1.0:
+            cap0 = False
+            if sub is not None:
                 # Sec. 1.3.5: beta^0 from a hinge SVM on a subset (1/P-th).
-                sub = _stratified_subset(yb, self.init_fraction, rng)
-                a_sub, b_sub, cap = _hinge_svm(kp, sub, yb[sub], C, **opts)
-                hit_cap |= cap
+                a_sub, b_sub, cap0 = _hinge_svm(kp, sub, yb[sub], C, **opts)
                 w = np.zeros(kp.m)
                 np.add.at(w, sub, a_sub)
                 f0 = kp.kernel_times(w) + b_sub
@@ -614,6 +657,14 @@ class RampSVM(_CCCPBase):
                 np.zeros(n, dtype=bool), float(self.s), beta0, np.zeros(n),
                 max_cccp_iter=self.max_cccp_iter, **opts,
             )
+            res["hit_cap"] |= cap0
+            return res
+
+        coefs, intercepts, f_lab, curves, n_iters = [], [], [], [], []
+        hit_cap = False
+        for res in _solve_problems(kp, problem, list(zip(targets, subsets,
+                                                          strict=True)),
+                                   self.n_jobs):
             hit_cap |= res["hit_cap"]
             coefs.append(res["alpha"])
             intercepts.append(res["b"])
@@ -682,7 +733,7 @@ class CCCPTSVM(_CCCPBase):
         computed once per fit (O(U (L + U)) kernel evaluations, O(L + U)
         memory); ``alpha_0`` spreads over all unlabeled points, which therefore
         all enter the expansion.
-    tol, cache_size, cache_dtype, max_iter, max_cccp_iter, shrinking
+    tol, cache_size, cache_dtype, max_iter, max_cccp_iter, shrinking, n_jobs
         As in :class:`RampSVM`.
 
     Notes
@@ -726,6 +777,7 @@ class CCCPTSVM(_CCCPBase):
         max_iter: int | None = None,
         max_cccp_iter: int = 50,
         shrinking: bool = True,
+        n_jobs: int | None = None,
     ):
         self.C = C
         self.C_star = C_star
@@ -741,6 +793,7 @@ class CCCPTSVM(_CCCPBase):
         self.max_iter = max_iter
         self.max_cccp_iter = max_cccp_iter
         self.shrinking = shrinking
+        self.n_jobs = n_jobs
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -802,13 +855,9 @@ class CCCPTSVM(_CCCPBase):
         )
         free = np.concatenate([np.zeros(L + 2 * U, bool), np.ones(n_bal, bool)])
 
-        coefs, intercepts, f_lab, curves, n_iters = [], [], [], [], []
-        hit_cap = False
-        f_unl = []
-        for yl in self._binary_targets(y_enc, classes.size):
+        def problem(kp, yl):
             # theta^0: hinge SVM on the labeled points only.
             a_lab, b0, cap0 = _hinge_svm(kp, np.arange(L), yl, C, **opts)
-            hit_cap |= cap0
             w = np.zeros(kp.m)
             w[:L] = a_lab
             f0 = kp.kernel_times(w)[: L + U] + b0
@@ -827,6 +876,15 @@ class CCCPTSVM(_CCCPBase):
                 kp, pov, yv, zeta, cap, concave, free, s, beta0, alpha0,
                 max_cccp_iter=self.max_cccp_iter, **opts,
             )
+            res["hit_cap"] |= cap0
+            return res
+
+        coefs, intercepts, f_lab, curves, n_iters = [], [], [], [], []
+        hit_cap = False
+        f_unl = []
+        for res in _solve_problems(kp, problem,
+                                   self._binary_targets(y_enc, classes.size),
+                                   self.n_jobs):
             hit_cap |= res["hit_cap"]
             # Collapse variables onto the training rows: the two copies of an
             # unlabeled point add up, and x_0 = mean of the unlabeled points.
