@@ -21,6 +21,35 @@ from pathlib import Path
 import numpy as np
 
 
+def fit_curve(U, t):
+    """(log-log slope, degree-2 least-squares coefficients) of time against U."""
+    U = np.asarray(U, dtype=float)
+    t = np.asarray(t, dtype=float)
+    slope, _ = np.polyfit(np.log(U), np.log(t), 1)
+    return float(slope), np.polyfit(U, t, 2)
+
+
+def plot(U, t, slope, quad, n_labeled, out, label="CCCP-TSVM fit (CPU s)"):
+    """The measured times and the paper's parabola (Figure 1.10) as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    grid = np.linspace(0, max(U), 200)
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    ax.plot(U, t, "o", label=label)
+    ax.plot(grid, np.polyval(quad, grid), "--", label="degree-2 least squares")
+    ax.set_xlabel("unlabeled examples U")
+    ax.set_ylabel("fit CPU seconds")
+    ax.set_title(f"MNIST, {n_labeled} labels (paper 004 Fig. 1.10); "
+                 f"slope {slope:.2f}", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("files", nargs="+")
@@ -36,8 +65,7 @@ def main():
                 rows[r["n_unlabeled"]] = r
     U = np.array(sorted(rows), dtype=float)
     t = np.array([rows[u]["fit_cpu_s"] for u in sorted(rows)])
-    slope, _ = np.polyfit(np.log(U), np.log(t), 1)
-    quad = np.polyfit(U, t, 2)
+    slope, quad = fit_curve(U, t)
     print("| U | fit CPU s | peak RSS MB | cache dtype |")
     print("|---|---|---|---|")
     for u in sorted(rows):
@@ -47,22 +75,8 @@ def main():
     print(f"\nlog-log slope: time ~ U^{slope:.2f}; degree-2 fit: "
           f"{quad[0]:.3g} U^2 + {quad[1]:.3g} U + {quad[2]:.3g}")
     if args.out:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        grid = np.linspace(0, U.max(), 200)
-        fig, ax = plt.subplots(figsize=(5, 3.5))
-        ax.plot(U, t, "o", label="CCCP-TSVM fit (CPU s, 1 thread)")
-        ax.plot(grid, np.polyval(quad, grid), "--", label="degree-2 least squares")
-        ax.set_xlabel("unlabeled examples U")
-        ax.set_ylabel("fit CPU seconds")
-        ax.set_title(f"MNIST, {args.n_labeled} labels (paper 004 Fig. 1.10); "
-                     f"slope {slope:.2f}", fontsize=9)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(args.out, dpi=120)
+        plot(U, t, slope, quad, args.n_labeled, args.out,
+             label="CCCP-TSVM fit (CPU s, 1 thread)")
 
 
 if __name__ == "__main__":
