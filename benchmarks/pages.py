@@ -156,7 +156,10 @@ def render_records(spec: dict) -> str:
     of ``files``, in order); ``columns`` is a list of ``[header, key, fmt,
     mul]`` (dotted keys; ``fmt`` a ``str.format`` pattern or null; ``mul``,
     optional, multiplies the value first, e.g. 100 for a percentage). A JSON
-    object of records is read in order, each record's name as ``_key``."""
+    object of records is read in order, each record's name as ``_key``.
+    ``expand`` names a list inside a record (e.g. every fit of a grid): the
+    record then gives one row per item, the item's keys over the record's,
+    the record itself under ``_parent``; a record without it is one row."""
     cols = spec["columns"]
     out = ["| " + " | ".join(c[0] for c in cols) + " |", "|" + "---|" * len(cols)]
     for f in spec["files"]:
@@ -164,6 +167,10 @@ def render_records(spec: dict) -> str:
         records = _get(data, spec["path"]) if spec.get("path") else data
         if isinstance(records, dict):  # records by name: the name is "_key"
             records = [{"_key": k, **v} for k, v in records.items()]
+        if spec.get("expand"):
+            records = [row for rec in records for row in (
+                [{**rec, **item, "_parent": rec} for item in rec[spec["expand"]]]
+                if rec.get(spec["expand"]) else [rec])]
         for rec in records:
             if not _match({k: str(v) for k, v in rec.items()}, spec.get("where")):
                 continue

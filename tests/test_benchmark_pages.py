@@ -64,6 +64,22 @@ def test_pivot_reproduces_a_published_table():
         "| 49000 | 9.46 | 9.11 | 8.47 | 8.51 |"]
 
 
+def test_records_expand_a_grid_of_fits(tmp_path):
+    """``expand``: one row per fit of a record, the fit's keys over the
+    record's, the record under ``_parent``; a record without fits is one row."""
+    f = tmp_path / "g.json"
+    f.write_text(json.dumps([
+        {"U": 0, "C_star": None, "err": 0.1},
+        {"U": 50, "C_star": 1.0, "err": 0.05, "paper": 0.04,
+         "fits": [{"C_star": 1.0, "err": 0.05}, {"C_star": 0.5, "err": 0.07}]}]))
+    got = pages.render_records({"files": [str(f)], "expand": "fits", "columns": [
+        ["U", "U"], ["C*", "C_star"], ["chosen", "_parent.C_star"],
+        ["paper %", "paper", "{:.0f}", 100], ["error %", "err", "{:.0f}", 100]]})
+    assert got.splitlines()[2:] == ["| 0 | – | – | – | 10 |",
+                                    "| 50 | 1.0 | 1.0 | 4 | 5 |",
+                                    "| 50 | 0.5 | 1.0 | 4 | 7 |"]
+
+
 def test_records_and_fields_read_dotted_keys(tmp_path):
     f = tmp_path / "r.json"
     f.write_text(json.dumps({"runs": [{"n": 1000, "err": 0.0123,
