@@ -54,8 +54,6 @@ import yaml
 from _cccp_common import DATA, HINGE_S, parse_param
 from cccp_mnist_time_vs_u import fit_curve, plot
 
-ROOT = Path(__file__).resolve().parents[1]
-
 HERE = Path(__file__).resolve().parent
 PROTOCOL = HERE / "protocols" / "cccp_mnist" / "table15.yaml"
 
@@ -184,20 +182,11 @@ def _printed_fit(r):
     return next((f for f in r.get("fits", []) if f["printed"]), r)
 
 
-def _mlflow_parent(args, argv):
-    import mlflow
+def _mlflow_parent(args, argv, labels):
+    from _tracking import start_parent_run
 
-    from weakkernels.pipeline.tracking import provenance_tags, setup_mlflow
-
-    setup_mlflow(args.mlflow, ROOT)
-    run = mlflow.start_run(run_name="MNIST Table 1.5, labels "
-                           + ",".join(map(str, args.n_labeled)))
-    mlflow.set_tags({**provenance_tags(ROOT, "benchmark_cccp_mnist_table15",
-                                       vars(args)),
-                     "command": " ".join(["python",
-                                          "benchmarks/cccp_mnist_table15.py",
-                                          *argv])})
-    return run
+    return start_parent_run(args.mlflow, __file__, vars(args), argv,
+                            "MNIST Table 1.5, labels " + ",".join(map(str, labels)))
 
 
 def _mlflow_fits(r):
@@ -300,7 +289,7 @@ def main(argv=None):
     if args.child is not None:
         child(args.child, labels[0], extra, args.c_star_grid)
         return
-    parent = _mlflow_parent(args, argv) if args.mlflow else None
+    parent = _mlflow_parent(args, argv, labels) if args.mlflow else None
     results = []
     try:
         for n_labeled in labels:

@@ -267,16 +267,10 @@ def one_se_rule(cands):
 def _mlflow_parent(a, argv):
     if a.no_mlflow:
         return None
-    import mlflow
+    from _tracking import start_parent_run
 
-    from weakkernels.pipeline.tracking import provenance_tags, setup_mlflow
-
-    setup_mlflow("benchmark-scale_accuracy", ROOT)
-    run = mlflow.start_run(run_name=f"{a.dataset} {a.methods}")
-    mlflow.set_tags({**provenance_tags(ROOT, "benchmark_scale_accuracy", vars(a)),
-                     "command": " ".join(["python", "benchmarks/scale_accuracy.py",
-                                          *argv])})
-    return run
+    return start_parent_run("benchmark-scale_accuracy", __file__, vars(a), argv,
+                            f"{a.dataset} {a.methods}")
 
 
 def _mlflow_fit(est, row, semi_name):
