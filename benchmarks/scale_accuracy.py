@@ -83,6 +83,8 @@ from pathlib import Path
 
 import numpy as np
 
+from weakkernels.pipeline.search import one_se_better
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("WEAKKERNELS_DATA", ROOT.parent / "shared/data/raw"))
 OUT = ROOT / "benchmarks" / "results" / "scale_accuracy"
@@ -250,18 +252,13 @@ def fits(method, a, sigma, seed, L, XL, yl, XU, Xv, yv):
 def one_se_rule(cands):
     """The validation winner if it beats the grid's first candidate (C* = 0,
     the model's own supervised machine) by more than one standard error of
-    the paired difference on the validation rows, else that first candidate.
-
-    The one-standard-error rule of Hastie, Tibshirani & Friedman (ESL 2nd
-    ed., Sec. 7.10), read as "keep the simpler model unless the evidence is
-    one SE strong"; paired, because the candidates are scored on the same
-    rows, so the noise shared by both (the hard rows) cancels. ``cands`` are
+    the paired difference on the validation rows, else that first candidate:
+    the rule of the pipeline's tune stage
+    (:func:`weakkernels.pipeline.search.one_se_better`). ``cands`` are
     ``(val_error, est, cpu, C*, wrong)`` tuples, ``wrong`` a boolean vector
     over the validation rows."""
     best = min(cands, key=lambda c: c[0])
-    d = best[4].astype(float) - cands[0][4].astype(float)
-    se = d.std(ddof=1) / np.sqrt(d.size) if d.size > 1 else 0.0
-    return best if -d.mean() > se else cands[0]
+    return best if one_se_better(best[4], cands[0][4])[0] else cands[0]
 
 
 def _mlflow_parent(a, argv):

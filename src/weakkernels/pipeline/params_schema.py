@@ -143,6 +143,7 @@ SCHEMA: dict[str, Any] = {
         "fail_stale_running": T("bool"),
         "timeout_per_study": T("float", nullable=True, min=0),
         "space": T("map", nullable=True),
+        "c_star_fallback": T("str", choices=("one_se", "none")),
     },
     "train": {
         "seeds": T("int", list_of=True),

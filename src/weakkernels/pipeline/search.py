@@ -12,6 +12,13 @@ from the running mean after each fold, or (validation split) from the
 validation loss the estimators with a ``callback`` report every
 ``tune.callback_every`` iterations.  Each trial is a nested MLflow run.
 
+With ``tune.c_star_fallback: one_se`` an S3VM's best trial is then refit
+beside the same configuration with ``C* = 0`` (its own supervised machine),
+on the same folds or validation split, and its C* is kept only if it is
+better by more than one standard error of the paired per-point difference
+(:func:`supervised_fallback`): paper 004 picks C* on labeled validation data,
+and a tuned S3VM must not be worse there than its supervised machine.
+
 Writes ``<out>/best_params.json`` and the best validation loss per model x
 dataset (``--metrics``; ``results/tune/val_loss.json`` in ``dvc.yaml``).
 """
@@ -59,8 +66,8 @@ from weakkernels.pipeline.tuning import (
     study_lock,
 )
 
-__all__ = ["cv_fold_count", "estimator_code_hash", "run_trial", "study_name",
-           "tune", "val_loss_metrics"]
+__all__ = ["cv_fold_count", "estimator_code_hash", "one_se_better", "run_trial",
+           "study_name", "supervised_fallback", "tune", "val_loss_metrics"]
 
 
 def cv_fold_count(model: str, y, split, cfg: dict) -> int:
@@ -145,18 +152,12 @@ def _run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
         overhead = 0.0
         if cv_folds >= 2:
             losses = []
-            for f, (tr, te) in enumerate(stratified_folds(y[sp["labeled"]], cv_folds,
-                                                          seed)):
-                sp_f = {**sp, "labeled": sp["labeled"][tr]}
-                _, Xf, yf, n_lf, _, _ = fit_data(model, X, y, sp_f, n_unlabeled)
-                ctx = FitContext(n_labeled=n_lf, n_unlabeled=n_unlabeled, seed=seed,
-                                 prior=prior, callback=None,
-                                 callback_every=callback_every, sigma_scale=scale)
+            for f, (ctx, Xf, yf, X_val, y_val) in enumerate(_protocol_fits(
+                    model, X, y, sp, n_unlabeled, cv_folds, seed=seed,
+                    callback_every=callback_every)):
                 est = build(model, params, fixed, ctx).fit(Xf, yf)
                 if run is not None and f == 0:  # once per run: the first fold's
                     log_resolved_params(est)
-                held = sp["labeled"][te]
-                X_val, y_val = X[held], eval_labels(y, sp, held)
                 losses.append(objective(spec.task, y_val, est.predict(X_val),
                                         scores(est, X_val)))
                 running = float(np.mean(losses))
@@ -218,6 +219,81 @@ def _run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
             mlflow.end_run(status=status)
 
 
+def _protocol_fits(model, X, y, split, n_unlabeled, cv_folds, *, seed,
+                   callback_every):
+    """The fits of the validation protocol, without a callback:
+    ``(ctx, X_fit, y_fit, X_val, y_val)`` for each of ``cv_folds >= 2``
+    stratified folds (trained on the other folds + the unlabeled points,
+    scored on the held-out labels; the same folds for every trial), else once
+    for the validation split."""
+    sp, X_fit, y_fit, n_l, prior, scale = fit_data(model, X, y, split, n_unlabeled)
+
+    def ctx(n):
+        return FitContext(n_labeled=n, n_unlabeled=n_unlabeled, seed=seed,
+                          prior=prior, callback=None,
+                          callback_every=callback_every, sigma_scale=scale)
+
+    if cv_folds < 2:
+        yield ctx(n_l), X_fit, y_fit, X[sp["val"]], eval_labels(y, sp, sp["val"])
+        return
+    for tr, te in stratified_folds(y[sp["labeled"]], cv_folds, seed):
+        sp_f = {**sp, "labeled": sp["labeled"][tr]}
+        _, Xf, yf, n_lf, _, _ = fit_data(model, X, y, sp_f, n_unlabeled)
+        held = sp["labeled"][te]
+        yield ctx(n_lf), Xf, yf, X[held], eval_labels(y, sp, held)
+
+
+def one_se_better(wrong, wrong_ref) -> tuple[bool, float, float]:
+    """Whether a candidate beats a reference by more than one standard error
+    of the paired difference of their per-point errors on the same validation
+    points; returns ``(better, mean difference, standard error)``.
+
+    The one-standard-error rule of Hastie, Tibshirani & Friedman (ESL 2nd
+    ed., Sec. 7.10), read as "keep the simpler model unless the evidence is
+    one SE strong"; paired, because both are scored on the same points, so
+    the noise they share (the hard points) cancels. A tie keeps the
+    reference."""
+    d = np.asarray(wrong, float) - np.asarray(wrong_ref, float)
+    se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else 0.0
+    return bool(-d.mean() > se), float(d.mean()), se
+
+
+def supervised_fallback(model, params, X, y, split, n_unlabeled, *, fixed, seed,
+                        cv_folds, callback_every) -> dict:
+    """Paper 004 chooses C* on labeled validation data; a tuned S3VM must
+    never be worse there than its own supervised machine. Refit the best
+    trial's ``params`` and the same with ``C* = 0`` under the trial's
+    protocol (same folds or validation split) and keep the tuned C* only if
+    it is better by more than one standard error (:func:`one_se_better`).
+
+    Returns the record: the chosen ``params``, both validation losses (the
+    tuning objective) and errors, the paired difference and its SE."""
+    task = MODELS[model].task
+    twin = {**params, "c_star_scale": 0.0}
+    out = {}
+    for name, p in (("tuned", params), ("supervised", twin)):
+        wrong, losses = [], []
+        for ctx, Xf, yf, X_val, y_val in _protocol_fits(
+                model, X, y, split, n_unlabeled, cv_folds, seed=seed,
+                callback_every=callback_every):
+            est = build(model, p, fixed, ctx).fit(Xf, yf)
+            pred = est.predict(X_val)
+            wrong.append(np.asarray(pred) != np.asarray(y_val))
+            losses.append(objective(task, y_val, pred, scores(est, X_val)))
+        out[name] = (np.concatenate(wrong), float(np.mean(losses)))
+    better, diff, se = one_se_better(out["tuned"][0], out["supervised"][0])
+    kept = "tuned" if better else "supervised"
+    return {"rule": "one_se", "kept": kept,
+            "params": params if better else twin,
+            "val_loss": out[kept][1],
+            "tuned_val_loss": out["tuned"][1],
+            "supervised_val_loss": out["supervised"][1],
+            "tuned_val_error": float(out["tuned"][0].mean()),
+            "supervised_val_error": float(out["supervised"][0].mean()),
+            "paired_diff": diff, "paired_se": se,
+            "n_val_points": int(out["tuned"][0].size)}
+
+
 def _log_input(dataset: str, X, split: dict, seed: int) -> None:
     kind = "su" if "pairs" in split else "ssl"
     log_dataset_input(DATASETS.get(dataset), X, split, context="tuning",
@@ -240,7 +316,9 @@ def estimator_code_hash() -> str:
 # tune.* keys that do not change which trials a study runs: where it is stored,
 # housekeeping of a killed run, and a wall-clock cap (a study cut short by its
 # timeout must resume, not restart).
-_NOT_IN_IDENTITY = ("storage", "fail_stale_running", "timeout_per_study", "space")
+# The C* = 0 check runs after the trials and changes none of them.
+_NOT_IN_IDENTITY = ("storage", "fail_stale_running", "timeout_per_study", "space",
+                    "c_star_fallback")
 
 
 def study_name(model, dataset, split_file, fixed, overrides, cfg, n_unlabeled) -> str:
@@ -368,9 +446,17 @@ def _run_study(name, storage, model, dataset, X, y, split, n_u, fixed, overrides
         # train needs them too.
         pinned = {k: v for k, v in (overrides or {}).items()
                   if v is not None and not isinstance(v, list | tuple)}
+        params, val_loss, fallback = dict(bt.params), float(bt.value), None
+        if (cfg["c_star_fallback"] == "one_se" and MODELS[model].c_star
+                and MODELS[model].task == "ssl" and "c_star_scale" in params):
+            fallback = supervised_fallback(
+                model, {**pinned, **params}, X, y, split, n_u, fixed=fixed,
+                seed=split_seed, cv_folds=folds,
+                callback_every=int(cfg["callback_every"]))
+            params, val_loss = fallback.pop("params"), fallback["val_loss"]
         rec = {
-            "params": {**pinned, **bt.params},
-            "val_loss": float(bt.value),
+            "params": {**pinned, **params},
+            "val_loss": val_loss,
             "validation": f"{folds}-fold CV on the labeled points" if folds
             else "validation split",
             "trial": bt.number,
@@ -381,14 +467,28 @@ def _run_study(name, storage, model, dataset, X, y, split, n_u, fixed, overrides
             "n_failed": states.count("FAIL"),
             "mlflow_run_id": bt.user_attrs.get("mlflow_run_id"),
         }
+        if fallback is not None:
+            rec["c_star_fallback"] = fallback
         if run is not None:
             mlflow.log_metrics({"best_val_loss": rec["val_loss"],
                                 "n_complete": rec["n_complete"],
                                 "n_pruned": rec["n_pruned"],
                                 "tune_time_s": time.perf_counter() - t0})
             mlflow.log_params({f"best.{k}": v for k, v in bt.params.items()})
+            if fallback is not None:
+                mlflow.log_metrics({
+                    f"c_star_fallback.{k}": v for k, v in fallback.items()
+                    if isinstance(v, float | int) and not isinstance(v, bool)})
+                mlflow.set_tag("c_star_kept", fallback["kept"])
             if rec["mlflow_run_id"]:
                 mlflow.set_tag("best_trial_run_id", rec["mlflow_run_id"])
+        if fallback is not None:
+            print(f"tune {model}/{dataset}: C* = 0 check: tuned "
+                  f"{fallback['tuned_val_error']:.4f} vs supervised "
+                  f"{fallback['supervised_val_error']:.4f} validation error "
+                  f"(paired diff {fallback['paired_diff']:+.4f}, SE "
+                  f"{fallback['paired_se']:.4f}): keeps the {fallback['kept']} "
+                  "machine")
         print(f"tune {model}/{dataset}: best val loss {rec['val_loss']:.4f} "
               f"({rec['validation']}; trial {bt.number}; {rec['n_complete']} "
               f"complete, {rec['n_pruned']} pruned, {rec['n_failed']} failed)")
