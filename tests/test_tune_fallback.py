@@ -40,6 +40,13 @@ def test_one_se_better_against_a_hand_computation():
         assert got[0] is better
         assert got[1] == pytest.approx(mean, abs=1e-15)
         assert got[2] == pytest.approx(se, rel=1e-12)
+    # one point of difference: mean and SE are both 1/n, a tie at every n
+    # (in floating point the two differ in the last bit, either way)
+    for n in (50, 60, 200, 1000, 2000):
+        ref = np.zeros(n, bool)
+        ref[0] = True
+        better, mean, se = search.one_se_better(np.zeros(n, bool), ref)
+        assert not better and mean == pytest.approx(-se, rel=1e-12)
     # identical errors: no evidence either way, the reference stays
     assert search.one_se_better(np.ones(5, bool), np.ones(5, bool)) == (False, 0.0,
                                                                          0.0)
@@ -63,7 +70,7 @@ def test_tune_refits_the_best_trial_and_its_c_star_zero_twin(
     monkeypatch.delenv("WK_OPTUNA_STORAGE", raising=False)
     _toy(tmp_path, n_labeled)
     cfg = tune_cfg(n_trials=3, n_startup_trials=3, cv_max_labeled=cv_max_labeled,
-                   storage=f"sqlite:///{tmp_path}/o.db")
+                   c_star_fallback="one_se", storage=f"sqlite:///{tmp_path}/o.db")
     run = ([("tsgs3vm", "toy")], tmp_path / "prep", tmp_path / "splits")
     plain = search.tune(*run, {**cfg, "c_star_fallback": "none"}, {"fixed": {}},
                         root=tmp_path, log_mlflow=False)["tsgs3vm/toy"]
@@ -93,7 +100,7 @@ def test_tune_keeps_the_tuned_c_star_when_it_is_one_se_better(tmp_path,
     monkeypatch.delenv("WK_OPTUNA_STORAGE", raising=False)
     _toy(tmp_path, 60)
     cfg = tune_cfg(n_trials=2, n_startup_trials=2, cv_max_labeled=0,
-                   storage=f"sqlite:///{tmp_path}/o.db")
+                   c_star_fallback="one_se", storage=f"sqlite:///{tmp_path}/o.db")
     run = ([("tsgs3vm", "toy"), ("svc", "toy")], tmp_path / "prep",
            tmp_path / "splits")
     for better in (True, False):

@@ -252,10 +252,12 @@ def one_se_better(wrong, wrong_ref) -> tuple[bool, float, float]:
     ed., Sec. 7.10), read as "keep the simpler model unless the evidence is
     one SE strong"; paired, because both are scored on the same points, so
     the noise they share (the hard points) cancels. A tie keeps the
-    reference."""
+    reference -- and one point of difference is always a tie: with a single
+    nonzero d_i the mean and the SE are both 1/n, so the comparison carries a
+    relative margin instead of leaving it to the last bit of rounding."""
     d = np.asarray(wrong, float) - np.asarray(wrong_ref, float)
     se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else 0.0
-    return bool(-d.mean() > se), float(d.mean()), se
+    return bool(-d.mean() > se * (1 + 1e-9)), float(d.mean()), se
 
 
 def supervised_fallback(model, params, X, y, split, n_unlabeled, *, fixed, seed,
