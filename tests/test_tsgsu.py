@@ -324,19 +324,23 @@ def _su_objective(PS, PU, v, b, prior, lam, corr):
     )
 
 
-@pytest.mark.parametrize("fit_intercept", [False, True])
-@pytest.mark.parametrize("corr", ["none", "abs"])
-def test_lbfgs_is_the_closed_form_minimizer(fit_intercept, corr):
+@pytest.mark.parametrize(("fit_intercept", "corr", "features"), [
+    (False, "none", "fourier"), (True, "none", "fourier"),
+    (False, "abs", "fourier"), (True, "abs", "fourier"),
+    (False, "none", "nystroem"), (True, "abs", "nystroem")])
+def test_lbfgs_is_the_closed_form_minimizer(fit_intercept, corr, features):
     """solver="lbfgs" on a tight tolerance returns the minimizer of the
-    quadratic objective over the same seeded features. With the abs
-    correction the objective is the same quadratic wherever both partial
-    risks are positive, which they are at this optimum (checked)."""
+    quadratic objective over the same features (seeded Fourier, or Nyström
+    on 96 landmarks). With the abs correction the objective is the same
+    quadratic wherever both partial risks are positive, which they are at
+    this optimum (checked)."""
     X, y, _, _ = su_problem(n_pairs=200, n_u=600, seed=21)
     sim, _ = split_su(y)
     lam = 0.1  # smaller lam overfits: the partial risks go negative (see below)
     est = TSGSU(prior=0.7, correction=corr, sigma=0.5, lam=lam, block_size=8,
                 max_features=96, tol=1e-10, fit_intercept=fit_intercept,
-                dtype="float64", random_state=4).fit(X, y)
+                features=features, dtype="float64", random_state=4).fit(X, y)
+    assert est.features_ == features
     PS, PU, v = _su_primal(est, X[sim], X[~sim])
     assert PS.shape[1] == 96
     v_star, b_star = _su_closed_form(PS, PU, 0.7, lam, fit_intercept)

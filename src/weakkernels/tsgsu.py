@@ -65,6 +65,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from weakkernels._artifact import ArtifactMixin, register
 from weakkernels._dask import dask_inputs, is_dask_collection, map_rows
 from weakkernels._dsg import (
+    BASIS_CONSTRAINTS,
     DSG_CONSTRAINTS,
     EXPANSION_CONSTRAINTS,
     LBFGS_MAX_ITER,
@@ -74,6 +75,7 @@ from weakkernels._dsg import (
     default_blocks,
     expansion_state,
     fit_expansion,
+    nystroem_basis,
     resolve_sigma,
     seeded_sample,
     set_expansion_state,
@@ -92,6 +94,7 @@ from weakkernels._validation import (
 from weakkernels.class_prior import estimate_class_prior
 from weakkernels.random_features import (
     FeatureSpec,
+    NystromSpec,
     blas_single_thread,
     seed_from_random_state,
 )
@@ -559,10 +562,28 @@ class TSGSU(_SUBase):
         ``solver="lbfgs"`` jointly with the weights. Not in paper 002 (its
         model is a pure RKHS function); it did not help on cod-rna
         (BENCHMARKS.md), so the default is the model as printed.
+    features : {"fourier", "nystroem", "auto"}, default="fourier"
+        The basis of the fixed expansion on which Eq. (9) is minimized.
+        ``"fourier"``: the paper's seeded random Fourier features (the model
+        file holds seeds and coefficients only). ``"nystroem"``
+        (``solver="lbfgs"``, RBF kernel): Eq. (9) over ``span{k(z_j, .)}``
+        of landmarks ``z_j`` drawn from the training rows -- the pair rows
+        first (all of them while they are at most half the landmarks), then
+        unlabeled rows -- by the whitened Nyström features of
+        :class:`weakkernels.random_features.NystromSpec`; the model file
+        stores the landmarks. Landmark count: ``max_features`` if given,
+        else every row up to 4096 rows (the exact kernel minimizer of Eq. 9,
+        up to the jitter) and
+        :func:`weakkernels._dsg.nystroem_size` beyond. ``"auto"``: Nyström
+        where it applies (:func:`weakkernels._dsg.resolve_basis`, the rule of
+        TSGS3VM), else Fourier. ``solver="sgd"`` draws fresh Fourier blocks
+        (Algorithm 1) and refuses ``"nystroem"``. The basis used is
+        ``features_``.
     max_features : int or None, default=None
         Feature budget (see :mod:`weakkernels._dsg`). ``solver="lbfgs"``:
         the expansion's size (None: :func:`weakkernels._dsg.primal_features`,
-        1024 to ~5 000, growing with n); ``solver="sgd"``: once
+        1024 to ~5 000, growing with n; with Nyström features
+        :func:`weakkernels._dsg.nystroem_size`); ``solver="sgd"``: once
         reached, steps revisit the existing blocks (None: unbounded, as the paper).
     dtype : {"float32", "float64"}, default="float32"
     random_state : int, RandomState instance or None
@@ -580,7 +601,9 @@ class TSGSU(_SUBase):
     prior_, pi_S_ : the class prior used and ``prior_^2 + (1 - prior_)^2``.
     prior_estimate_ : dict, only with ``prior="auto"``.
     sigma_ : float, the kernel width used.
-    coef_ : ndarray (1, n_features_model_); spec_ : FeatureSpec.
+    coef_ : ndarray (1, n_features_model_); spec_ : FeatureSpec or
+        NystromSpec.
+    features_ : str, the basis used ("fourier" or "nystroem").
     intercept_ : float, the offset ``b`` (0 with ``fit_intercept=False``).
     calibration_ : ``(A, B)`` of the prior-matched sigmoid.
     risk_curve_ : list of float, the corrected risk (Eq. 8) at every
@@ -596,6 +619,7 @@ class TSGSU(_SUBase):
     _parameter_constraints = {
         **DSG_CONSTRAINTS,
         **EXPANSION_CONSTRAINTS,
+        **BASIS_CONSTRAINTS,
         "prior": _PRIOR,
         "loss": [StrOptions(set(LOSSES))],
         "correction": [StrOptions(set(CORRECTIONS))],
@@ -623,6 +647,7 @@ class TSGSU(_SUBase):
         learning_rate="invscaling",
         eta0=1.0,
         fit_intercept=False,
+        features="fourier",
         max_features=None,
         dtype="float32",
         random_state=None,
@@ -645,6 +670,7 @@ class TSGSU(_SUBase):
         self.learning_rate = learning_rate
         self.eta0 = eta0
         self.fit_intercept = fit_intercept
+        self.features = features
         self.max_features = max_features
         self.dtype = dtype
         self.random_state = random_state
@@ -674,10 +700,21 @@ class TSGSU(_SUBase):
         max_blocks = default_blocks(
             self.solver, (XS.shape[0], XU.shape[0]), self.max_features, B,
             XS.shape[1])
-        spec = FeatureSpec(
-            self.kernel, self.sigma_, self.degree, self.coef0, XS.shape[1], B, seed,
-            np.dtype(self.dtype),
-        )
+        # Nyström landmarks: the pair rows first (up to half), as the labeled
+        # rows of the S3VM: the points the risk weighs individually
+        spec = nystroem_basis(
+            self.features, solver=self.solver, kernel=self.kernel,
+            sigma=self.sigma_, first=(XS, None), rest=(XU, None),
+            m=None if self.max_features is None else B * max_blocks,
+            dtype=np.dtype(self.dtype), seed=seed)
+        self.features_ = "fourier" if spec is None else "nystroem"
+        if spec is None:
+            spec = FeatureSpec(
+                self.kernel, self.sigma_, self.degree, self.coef0, XS.shape[1], B,
+                seed, np.dtype(self.dtype),
+            )
+        else:
+            B, max_blocks = spec.block_size, 1
         prior, loss_name, corr = self.prior_, self.loss, self.correction
         self.risk_curve_ = []
 
@@ -732,4 +769,6 @@ class TSGSU(_SUBase):
 
     def _set_state(self, meta, arrays):
         set_expansion_state(self, meta, arrays)
+        self.features_ = ("nystroem" if isinstance(self.spec_, NystromSpec)
+                          else "fourier")
         self.intercept_ = float(meta["intercept"])
