@@ -414,8 +414,9 @@ def resolve_basis(features: str, solver: str, kernel: str, n_rows: int,
                   n_features_in: int, m: int) -> str:
     """``features`` resolved for an expansion of ``m`` features on ``n_rows``
     rows of ``n_features_in`` columns: ``"auto"`` is Nyström where it applies
-    -- the L-BFGS solver, the RBF kernel, ``m x d`` landmark entries within
-    2^26 (256 MB in float32) and an n x m feature matrix within 2 GiB --
+    -- a fixed expansion (L-BFGS, or TSGSU's direct solve), the RBF kernel,
+    ``m x d`` landmark entries within 2^26 (256 MB in float32) and an n x m
+    feature matrix within 2 GiB --
     else Fourier (the papers' SGD, the other kernels, very wide rows such as
     text, and sets too large to hold: there the dense landmarks or the
     streamed Nyström features cost more than the seeded frequencies). The
@@ -430,7 +431,7 @@ def resolve_basis(features: str, solver: str, kernel: str, n_rows: int,
     # Fourier ones m x d -- past the 2 GiB bound the Fourier basis wins
     fits = (m * n_features_in <= _NYSTROEM_MAX_ENTRIES
             and 4 * m * n_rows <= HELD_FEATURE_BYTES)
-    if solver == "lbfgs" and kernel == "rbf" and fits:
+    if solver != "sgd" and kernel == "rbf" and fits:
         return "nystroem"
     return "fourier"
 
@@ -723,6 +724,50 @@ def _fit_sgd(problem, spec, max_blocks, T, batch_size, step, anneal, seed,
             if monitor is not None and (t + 1) % every == 0:
                 monitor(t + 1, model, b)
     return Expansion(model, b, T, curve)
+
+
+def solve_quadratic(spec, n_blocks: int, sets, q, lin, lam: float,
+                    intercept: bool):
+    """Exact minimizer of a loss that is quadratic in the outputs,
+    ``sum_s mean_{x in s} (q_s f(x)^2 / 2 + l_s f(x)) + lam/2 ||v||^2`` with
+    ``f = psi v (+ b)`` on the first ``n_blocks`` blocks of ``spec``
+    (``psi = features / sqrt(n_blocks)`` as the L-BFGS primal): the normal
+    equations ``(lam I + sum_s q_s/n_s P_s'P_s) v + c b = -sum_s l_s/n_s
+    P_s'1`` (and ``c'v + (sum q_s) b = -sum l_s`` for the bias, ``c =
+    sum_s q_s/n_s P_s'1``), accumulated in float64 chunk by chunk over the
+    rows of every set ``(X, idx)`` (``idx`` None: all rows), solved by
+    Cholesky. One pass over the rows, ``O(n D^2)`` work and ``D x D``
+    memory, against L-BFGS's ``O(n D)`` per iteration. Returns ``(model,
+    b)``."""
+    from scipy.linalg import cho_factor, cho_solve, solve
+
+    dtype = spec.dtype
+    model = FunctionalModel(spec, 1, n_blocks)
+    with blas_single_thread():
+        W, second = spec.blocks(0, n_blocks)
+        norm = dtype.type(1.0 / np.sqrt(n_blocks))
+        D = W.shape[-1]
+        H = lam * np.eye(D)
+        rhs, c = np.zeros(D), np.zeros(D)
+        for (X, idx), qs, ls in zip(sets, q, lin, strict=True):
+            n = X.shape[0] if idx is None else idx.size
+            for r0 in range(0, n, PRIMAL_CHUNK_ROWS):
+                rows = (slice(r0, min(n, r0 + PRIMAL_CHUNK_ROWS)) if idx is None
+                        else idx[r0:r0 + PRIMAL_CHUNK_ROWS])
+                P = primal_chunk(X[rows], spec, W, second, norm).astype(np.float64)
+                total = P.sum(axis=0)
+                if qs:
+                    H += (qs / n) * (P.T @ P)
+                rhs -= (ls / n) * total
+                c += (qs / n) * total
+        if intercept:
+            A = np.block([[H, c[:, None]], [c[None, :], np.array([[sum(q)]])]])
+            z = solve(A, np.append(rhs, -sum(lin)), assume_a="sym")
+            v, b = z[:-1], z[-1]
+        else:
+            v, b = cho_solve(cho_factor(H), rhs), 0.0
+    _set_primal(model, v[:, None], n_blocks, norm, W, second)
+    return model, np.array([b])
 
 
 def primal_chunk(X, spec, W, second, norm) -> np.ndarray:
