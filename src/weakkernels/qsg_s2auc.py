@@ -378,6 +378,11 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         of TSGS3VM), else Fourier. ``solver="sgd"`` draws fresh Fourier
         blocks (Algorithm 1) and refuses ``"nystroem"``. The basis used is
         ``features_``.
+        Why Fourier by default: on the paper 003 protocol (cod-rna, ijcnn1,
+        n_u = 4 800 and 40 000) Nyström was within 0.003 AUC of Fourier at
+        the same feature count for 1.5-5x the fit CPU, and more Fourier
+        features for the same CPU matched it (BENCHMARKS.md, "Fourier or
+        Nyström features for TSGSU and QSG-S2AUC").
     max_features : int or None, default=None
         Feature budget. ``solver="lbfgs"``: the expansion's size (None:
         :func:`weakkernels._dsg.primal_features`, 1024 to ~5 000, growing

@@ -587,6 +587,11 @@ class TSGSU(_SUBase):
         TSGS3VM), else Fourier. ``solver="sgd"`` draws fresh Fourier blocks
         (Algorithm 1) and refuses ``"nystroem"``. The basis used is
         ``features_``.
+        Why Fourier by default: on the paper 002 protocol (cod-rna, n_U =
+        10 000 and 35 000) Nyström was within 0.15 pp of Fourier at the same
+        feature count for 2-5x the fit CPU, and more Fourier features for
+        the same CPU matched it (BENCHMARKS.md, "Fourier or Nyström
+        features for TSGSU and QSG-S2AUC").
     max_features : int or None, default=None
         Feature budget (see :mod:`weakkernels._dsg`). ``solver="lbfgs"``:
         the expansion's size (None: :func:`weakkernels._dsg.primal_features`,
