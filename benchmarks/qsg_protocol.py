@@ -24,6 +24,19 @@ Usage::
         --datasets cod-rna ijcnn1 skin --seeds 0 1 2 --select
     NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/qsg_protocol.py --ablation
     NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/qsg_protocol.py --iterations
+
+``--bases``: the default solver (L-BFGS) on the same splits with seeded
+Fourier and with Nyström features at equal feature counts -- the Fourier
+default of the rows (:func:`weakkernels._dsg.primal_features`) and the
+Nyström default (:func:`weakkernels._dsg.nystroem_size`) -- over a small
+sigma grid at ``gamma=0.8`` and the default ``lam`` (the point the lam
+measurement of :class:`QSGS2AUC` used), test AUC and fit CPU seconds per fit
+appended to ``benchmarks/results/su_auc_bases/qsg.csv`` (no selection: every
+grid point is reported)::
+
+    NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 .venv/bin/python \
+        benchmarks/qsg_protocol.py --bases --datasets cod-rna ijcnn1 \
+        --n-unlabeled 4800 --seeds 0 1 2 --sigmas 0.125 0.5
 """
 
 from __future__ import annotations
@@ -42,6 +55,8 @@ import numpy as np
 from sklearn.datasets import load_svmlight_file
 from sklearn.metrics import roc_auc_score
 
+from _bases import compare_bases
+from weakkernels._dsg import nystroem_size, primal_features
 from weakkernels.baselines.auc import PNUAUC, ExactS2AUC, SupervisedKernelAUC
 from weakkernels.pipeline.datasets import load_raw
 from weakkernels.qsg_s2auc import QSGS2AUC
@@ -51,6 +66,7 @@ DATA = Path(os.environ.get("WEAKKERNELS_DATA",
                            Path(__file__).resolve().parents[2] / "shared/data/raw"))
 N_LABELED = 200
 N_TEST = 5000
+BASES_CSV = Path(__file__).resolve().parent / "results/su_auc_bases/qsg.csv"
 
 
 # name -> (the pipeline's data set, the label taken as positive): the same
@@ -238,6 +254,29 @@ def iterations(name="ijcnn1", seeds=(0, 1, 2)):
               f"{a[:, 0].std():.4f} | {np.median(a[:, 1]):.2f} |", flush=True)
 
 
+def bases(datasets, seeds, n_u, sigmas, ms=None):
+    """``--bases``: see the module docstring."""
+    for name in datasets:
+        X, y = load(name)
+        problems = {}
+        for seed in seeds:
+            Xtr, ys, Xte, yte, *_ = split(X, y, seed, n_u)
+            problems[seed] = (Xtr, ys, Xte, yte, int((ys == -1).sum()))
+        n, d = Xtr.shape
+        counts = ms or sorted({primal_features(n, 32, d),
+                               nystroem_size(n, d) // 32 * 32})
+        print(f"== {name}: {n} training rows, feature counts {counts}", flush=True)
+
+        def make(basis, m, sigma, seed):
+            return QSGS2AUC(sigma=sigma, gamma=0.8, features=basis, max_features=m,
+                            block_size=32, random_state=seed)
+
+        compare_bases(BASES_CSV, name, problems, make,
+                      lambda est, Xt, yt: roc_auc_score(yt, est.decision_function(Xt)),
+                      metric="auc", ms=counts, sigmas=sigmas,
+                      log=lambda msg: print(msg, flush=True))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", nargs="+", default=["cod-rna", "ijcnn1", "skin"])
@@ -249,6 +288,13 @@ def main(argv=None):
     ap.add_argument("--iterations", action="store_true",
                     help="only the longer-run check on ijcnn1")
     ap.add_argument("--out", default="qsg_protocol.json")
+    ap.add_argument("--bases", action="store_true",
+                    help="Fourier vs Nystroem features with the L-BFGS solver")
+    ap.add_argument("--n-unlabeled", type=int, default=4800,
+                    help="--bases: unlabeled points")
+    ap.add_argument("--sigmas", type=float, nargs="+", default=[0.125])
+    ap.add_argument("--m", type=int, nargs="+", default=None,
+                    help="--bases: feature counts (default: both defaults)")
     args = ap.parse_args(argv)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -259,6 +305,9 @@ def main(argv=None):
         return
     if args.iterations:
         iterations()
+        return
+    if args.bases:
+        bases(args.datasets, args.seeds, args.n_unlabeled, args.sigmas, args.m)
         return
     run(args.datasets, args.seeds, args.n_large, args.select, args.out)
 

@@ -24,12 +24,36 @@ Usage::
     NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/tsgsu_protocol.py \\
         --dataset cod-rna --n-unlabeled 10000 --seeds 0 1 2 \\
         --out results/tsgsu/cod-rna_10000.json
+
+``--bases``: the default solver (L-BFGS, ``correction="none"``, ``lam``
+default) on the same splits with seeded Fourier and with Nyström features at
+equal feature counts -- the Fourier default of the rows
+(:func:`weakkernels._dsg.primal_features`) and the Nyström default
+(:func:`weakkernels._dsg.nystroem_size`) -- over a small sigma grid, with
+test accuracy and fit CPU seconds per fit appended to
+``benchmarks/results/su_auc_bases/tsgsu.csv`` (no tuning: every grid point
+is reported)::
+
+    NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 .venv/bin/python \\
+        benchmarks/tsgsu_protocol.py --bases --dataset cod-rna \\
+        --n-unlabeled 10000 --seeds 0 1 2 --sigmas 0.003 0.01 0.03 0.1
+
+``--direct``: ``solver="direct"`` (the normal equations of the quadratic
+Eq. 9, one pass and a Cholesky solve) against the default L-BFGS on the same
+splits and seeded Fourier features (``--m``, default the Fourier default):
+the objective each reaches, test accuracy and fit CPU seconds, appended to
+``benchmarks/results/su_auc_bases/tsgsu_direct.csv``::
+
+    NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 .venv/bin/python \\
+        benchmarks/tsgsu_protocol.py --direct --dataset cod-rna \\
+        --n-unlabeled 10000 --seeds 0 1 2 --sigmas 0.01
 """
 
 from __future__ import annotations
 
 import argparse
 import bz2
+import csv
 import itertools
 import json
 import math
@@ -39,6 +63,8 @@ from pathlib import Path
 
 import numpy as np
 
+from _bases import compare_bases, revision
+from weakkernels._dsg import nystroem_size, primal_features
 from weakkernels.baselines.su import CUU, SUSL
 from weakkernels.pipeline.datasets import load_raw
 from weakkernels.pipeline.splits import fit_arrays, resolve, su_split
@@ -48,6 +74,8 @@ from weakkernels.tsgsu import TSGSU, su_zero_one_risk
 DATA = Path(os.environ.get("WEAKKERNELS_DATA",
                            Path(__file__).resolve().parents[2] / "shared/data/raw"))
 TUNE_SEED = 1000
+BASES_CSV = Path(__file__).resolve().parent / "results/su_auc_bases/tsgsu.csv"
+DIRECT_CSV = BASES_CSV.with_name("tsgsu_direct.csv")
 
 
 def load(name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -155,6 +183,66 @@ def tune(make, grid, X_fit, y_fit, prior, log):
     return best, best_risk
 
 
+def bases(args, X, y, log):
+    """``--bases``: see the module docstring."""
+    problems, priors = {}, {}
+    for seed in args.seeds:
+        X_fit, y_fit, Xt, yt, priors[seed] = make_problem(
+            X, y, args.n_pairs, args.n_unlabeled, seed)
+        problems[seed] = (X_fit, y_fit, Xt, yt, args.n_unlabeled)
+    n, d = X_fit.shape
+    ms = args.m or sorted({primal_features(n, 32, d), nystroem_size(n, d) // 32 * 32})
+    log(f"{args.dataset}: {n} training rows, feature counts {ms}")
+
+    def make(basis, m, sigma, seed):
+        return TSGSU(prior=priors[seed], sigma=sigma, features=basis, max_features=m,
+                     block_size=32, random_state=seed)
+
+    compare_bases(BASES_CSV, args.dataset, problems, make,
+                  lambda est, Xt, yt: est.score(Xt, yt), metric="accuracy",
+                  ms=ms, sigmas=args.sigmas, log=log)
+
+
+def direct(args, X, y, log):
+    """``--direct``: see the module docstring."""
+    cols = ["dataset", "n_u", "m", "sigma", "seed", "solver", "objective",
+            "accuracy", "fit_cpu_s", "n_iter", "rev"]
+    new = not DIRECT_CSV.exists()
+    DIRECT_CSV.parent.mkdir(parents=True, exist_ok=True)
+    rev = revision()
+    with DIRECT_CSV.open("a", newline="") as fh:
+        w = csv.DictWriter(fh, cols)
+        if new:
+            w.writeheader()
+        for seed in args.seeds:
+            X_fit, y_fit, Xt, yt, prior = make_problem(
+                X, y, args.n_pairs, args.n_unlabeled, seed)
+            m = (args.m or [primal_features(*X_fit.shape[:1], 32, X.shape[1])])[0]
+            if seed == args.seeds[0]:  # compile (or load) numba's kernels first
+                few = np.r_[0:300, len(y_fit) - 300:len(y_fit)]
+                for solver in ("lbfgs", "direct"):
+                    TSGSU(prior=prior, solver=solver, max_features=64,
+                          block_size=32).fit(X_fit[few], y_fit[few])
+            for sigma in args.sigmas:
+                for solver in ("lbfgs", "direct"):
+                    est = TSGSU(prior=prior, sigma=sigma, solver=solver,
+                                max_features=m, block_size=32, random_state=seed)
+                    c0 = time.process_time()
+                    est.fit(X_fit, y_fit)
+                    cpu = time.process_time() - c0
+                    row = {"dataset": args.dataset, "n_u": args.n_unlabeled,
+                           "m": m, "sigma": sigma, "seed": seed, "solver": solver,
+                           "objective": f"{est.objective_curve_[-1]:.9g}",
+                           "accuracy": f"{est.score(Xt, yt):.5f}",
+                           "fit_cpu_s": f"{cpu:.2f}", "n_iter": est.n_iter_,
+                           "rev": rev}
+                    w.writerow(row)
+                    fh.flush()
+                    log(f"  seed={seed} sigma={sigma} m={m} {solver:6s} "
+                        f"J={row['objective']} acc={row['accuracy']} "
+                        f"cpu={row['fit_cpu_s']}s iter={est.n_iter_}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dataset", default="cod-rna")
@@ -166,12 +254,25 @@ def main(argv=None):
         default=["TSGSU", "CUU(2000)", "CUU-SGD(2000)", "CUU(all)", "SUSL(2000)"],
     )
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--bases", action="store_true",
+                    help="Fourier vs Nystroem features with the L-BFGS solver")
+    ap.add_argument("--direct", action="store_true",
+                    help='solver="direct" against L-BFGS')
+    ap.add_argument("--sigmas", type=float, nargs="+", default=[0.01])
+    ap.add_argument("--m", type=int, nargs="+", default=None,
+                    help="--bases: feature counts (default: both defaults)")
     args = ap.parse_args(argv)
 
     def log(msg):
         print(msg, flush=True)
 
     X, y = load(args.dataset)
+    if args.bases:
+        bases(args, X, y, log)
+        return
+    if args.direct:
+        direct(args, X, y, log)
+        return
     X_tune, y_tune, _, _, prior = make_problem(
         X, y, args.n_pairs, args.n_unlabeled, TUNE_SEED
     )

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from weakkernels import FRS3VM, TSGS3VM, load
+from weakkernels import FRS3VM, QSGS2AUC, TSGS3VM, TSGSU, load
+from weakkernels.baselines.auc import ExactS2AUC
 from weakkernels.kernels import kernel_matrix
 from weakkernels.random_features import NystromSpec
 
@@ -125,3 +126,125 @@ def test_whitening_does_not_depend_on_the_blas_threads():
     with threadpool_limits(limits=1, user_api="blas"):
         one = NystromSpec("rbf", 1.0, Z)._T
     np.testing.assert_array_equal(one, two)
+
+
+# ---------------------------------------------------------------------------
+# TSGSU (paper 002) and QSG-S2AUC (paper 003) on a Nyström basis
+# ---------------------------------------------------------------------------
+def _su_data(rng, n_pairs=40, n_u=360, prior=0.7):
+    """SU layout: ``n_pairs`` similar pairs (consecutive rows, y = 1) of
+    class +1 with probability ``prior^2 / pi_S`` (paper 002 Eq. 2), then
+    unlabeled rows (y = -1); the classes are shifted along x0 and class 1
+    (prior 0.7) is bent along x1."""
+    def draw(n):
+        c = (rng.random(n) < prior).astype(int)
+        X = rng.normal(size=(n, 4))
+        X[:, 0] += np.where(c == 1, 1.5, -1.5)
+        X[:, 1] += np.where(c == 1, np.sin(2.0 * X[:, 0]), 0.0)
+        return X, c
+
+    pool, c = draw(20 * n_pairs)
+    pos = rng.random(n_pairs) < prior**2 / (prior**2 + (1 - prior) ** 2)
+    rows = np.concatenate([np.flatnonzero(c == 1)[: 2 * pos.sum()],
+                           np.flatnonzero(c == 0)[: 2 * (~pos).sum()]])
+    XU, tU = draw(n_u)
+    X = np.vstack([pool[rows], XU])
+    t = np.r_[c[rows], tU]
+    y = np.r_[np.ones(2 * n_pairs, int), -np.ones(n_u, int)]
+    return X, y, t
+
+
+def _semi_data(rng, n=400, n_l=40):
+    X = rng.normal(size=(n, 4))
+    t = (X[:, 0] * X[:, 1] > 0).astype(int)
+    y = np.full(n, -1)
+    y[:n_l] = t[:n_l]
+    return X, y, t
+
+
+_SU_AUC = {
+    "TSGSU": (lambda **kw: TSGSU(prior=0.7, sigma=0.5, lam=0.1, **kw), _su_data),
+    "QSGS2AUC": (lambda **kw: QSGS2AUC(sigma=0.5, lam=1e-2, prior=0.5, **kw),
+                 _semi_data),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SU_AUC))
+def test_su_auc_nystroem_fit_landmarks_determinism_and_file(name, tmp_path):
+    make, data = _SU_AUC[name]
+    X, y, t = data(np.random.default_rng(5))
+    est = make(features="nystroem", max_features=160, random_state=0).fit(X, y)
+    assert est.features_ == "nystroem" and est.n_features_model_ == 160
+    # every row with a label (pair rows; positives and negatives) is a
+    # landmark: 80 / 40 of them, at most 160 / 2
+    Z = est.spec_.landmarks
+    first = X[y != -1].astype(np.float32)
+    assert all(np.any(np.all(Z == x, axis=1)) for x in first)
+    unl = y == -1
+    assert (est.predict(X[unl]) == t[unl]).mean() > 0.65  # chance: 0.5
+    # bit for bit: a second fit, and the model file (landmarks inside)
+    again = make(features="nystroem", max_features=160, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(again.coef_, est.coef_)
+    np.testing.assert_array_equal(again.spec_.landmarks, Z)
+    est.save(tmp_path / "m.wk")
+    loaded = load(tmp_path / "m.wk")
+    assert loaded.features_ == "nystroem"
+    np.testing.assert_array_equal(loaded.decision_function(X),
+                                  est.decision_function(X))
+    np.testing.assert_array_equal(loaded.predict_proba(X), est.predict_proba(X))
+
+
+@pytest.mark.parametrize("name", sorted(_SU_AUC))
+def test_su_auc_default_stays_seed_only_fourier(name):
+    """The default basis is the papers' Fourier one: the model file holds
+    seeds and coefficients, no landmarks; "auto" picks Nyström for L-BFGS
+    and Fourier for the papers' SGD, which refuses "nystroem"."""
+    make, data = _SU_AUC[name]
+    X, y, _ = data(np.random.default_rng(6))
+    est = make(max_features=64, max_iter=5, random_state=0).fit(X, y)
+    assert est.features_ == "fourier"
+    meta, arrays = est._artifact_state()
+    assert "landmarks" not in arrays and meta["spec"].get("kind") != "nystroem"
+    auto = make(features="auto", max_iter=5, random_state=0).fit(X, y)
+    assert auto.features_ == "nystroem"
+    assert auto.n_features_model_ == X.shape[0]  # every row: below 4096 rows
+    sgd = make(features="auto", solver="sgd", max_iter=3, random_state=0)
+    assert sgd.fit(X, y).features_ == "fourier"
+    with pytest.raises(ValueError, match="solver"):
+        make(features="nystroem", solver="sgd").fit(X, y)
+    with pytest.raises(ValueError, match="rbf"):
+        make(features="nystroem", kernel="laplacian").fit(X, y)
+
+
+def test_qsg_nystroem_on_every_row_is_the_exact_minimizer():
+    """With every training row a landmark the Nyström expansion spans the
+    representer theorem's functions: QSG-S2AUC's L-BFGS solve is the exact
+    kernel minimizer of paper 003 Eq. (8)-(9) (ExactS2AUC), up to the jitter
+    and the tolerance (scores up to a constant: the pairwise loss)."""
+    X, ys, t = _semi_data(np.random.default_rng(7), n=200, n_l=40)
+    lam, sigma = 0.05, 0.3
+    exact = ExactS2AUC(lam=lam, sigma=sigma, prior=0.5).fit(X, ys)
+    q = QSGS2AUC(features="nystroem", lam=lam, sigma=sigma, prior=0.5,
+                 dtype="float64", tol=1e-10, random_state=0).fit(X, ys)
+    assert q.n_features_model_ == 200
+    fe = exact.decision_function(X) + exact.threshold_
+    fq = q.decision_function(X) + q.threshold_
+    err = np.abs((fq - fq.mean()) - (fe - fe.mean())).max()
+    assert err < 1e-4 * fe.std()
+
+
+def test_landmarks_take_the_first_set_up_to_half():
+    """nystroem_landmarks: all of ``first`` while it is at most m / 2, then a
+    seeded sample of m / 2 of it; the rest from ``rest``; the same rows for
+    index and row-array forms of the sets."""
+    from weakkernels._dsg import nystroem_landmarks
+
+    X = np.arange(100.0)[:, None] * np.ones((1, 2))
+    first, rest = np.arange(10), np.arange(10, 100)
+    Z = nystroem_landmarks((X, first), (X, rest), 40, seed=3)
+    assert Z.shape == (40, 2) and set(Z[:10, 0]) == set(range(10))
+    assert set(Z[10:, 0]) <= set(range(10, 100))
+    np.testing.assert_array_equal(
+        Z, nystroem_landmarks((X[:10], None), (X[10:], None), 40, seed=3))
+    Z = nystroem_landmarks((X, first), (X, rest), 12, seed=3)
+    assert (Z[:6, 0] < 10).all() and (Z[6:, 0] >= 10).all()

@@ -282,14 +282,18 @@ def _eq9_objective(Ps, v, gamma, lam):
     return w @ (1 - Dp @ v) ** 2 - (1 - gamma) / 2 + lam / 2 * v @ v
 
 
-def test_lbfgs_is_the_closed_form_minimizer():
+@pytest.mark.parametrize("features", ["fourier", "nystroem"])
+def test_lbfgs_is_the_closed_form_minimizer(features):
     """solver="lbfgs" on a tight tolerance returns the minimizer of the
-    quadratic Eq. (9) over the same seeded features (naive pair-by-pair
-    normal equations); the objective agrees with pnu_auc_risk."""
+    quadratic Eq. (9) over the same features -- seeded Fourier or Nyström on
+    64 landmarks -- (naive pair-by-pair normal equations); the objective
+    agrees with pnu_auc_risk."""
     X, ys, _ = two_gaussians(n=120, d=4, n_labeled=30, seed=30)
     gamma, lam = 0.3, 1e-2
     est = QSGS2AUC(gamma=gamma, lam=lam, sigma=0.4, block_size=8, max_features=64,
-                   tol=1e-10, dtype="float64", prior=0.5, random_state=2).fit(X, ys)
+                   features=features, tol=1e-10, dtype="float64", prior=0.5,
+                   random_state=2).fit(X, ys)
+    assert est.features_ == features
     Ps, v = _qsg_primal(est, X[ys == 1], X[ys == 0], X[ys == -1])
     assert v.size == 64
     v_star = _eq9_closed_form(Ps, gamma, lam)

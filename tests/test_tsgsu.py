@@ -324,19 +324,23 @@ def _su_objective(PS, PU, v, b, prior, lam, corr):
     )
 
 
-@pytest.mark.parametrize("fit_intercept", [False, True])
-@pytest.mark.parametrize("corr", ["none", "abs"])
-def test_lbfgs_is_the_closed_form_minimizer(fit_intercept, corr):
+@pytest.mark.parametrize(("fit_intercept", "corr", "features"), [
+    (False, "none", "fourier"), (True, "none", "fourier"),
+    (False, "abs", "fourier"), (True, "abs", "fourier"),
+    (False, "none", "nystroem"), (True, "abs", "nystroem")])
+def test_lbfgs_is_the_closed_form_minimizer(fit_intercept, corr, features):
     """solver="lbfgs" on a tight tolerance returns the minimizer of the
-    quadratic objective over the same seeded features. With the abs
-    correction the objective is the same quadratic wherever both partial
-    risks are positive, which they are at this optimum (checked)."""
+    quadratic objective over the same features (seeded Fourier, or Nyström
+    on 96 landmarks). With the abs correction the objective is the same
+    quadratic wherever both partial risks are positive, which they are at
+    this optimum (checked)."""
     X, y, _, _ = su_problem(n_pairs=200, n_u=600, seed=21)
     sim, _ = split_su(y)
     lam = 0.1  # smaller lam overfits: the partial risks go negative (see below)
     est = TSGSU(prior=0.7, correction=corr, sigma=0.5, lam=lam, block_size=8,
                 max_features=96, tol=1e-10, fit_intercept=fit_intercept,
-                dtype="float64", random_state=4).fit(X, y)
+                features=features, dtype="float64", random_state=4).fit(X, y)
+    assert est.features_ == features
     PS, PU, v = _su_primal(est, X[sim], X[~sim])
     assert PS.shape[1] == 96
     v_star, b_star = _su_closed_form(PS, PU, 0.7, lam, fit_intercept)
@@ -600,3 +604,33 @@ def test_auto_prior_with_too_few_unlabeled_points_is_refused_clearly():
     y = np.r_[np.ones(20, int), -np.ones(60, int)]
     with pytest.raises(ValueError, match="at least 100 unlabeled points"):
         TSGSU(prior="auto", random_state=0).fit(X, y)
+
+
+@pytest.mark.parametrize(("fit_intercept", "features"), [
+    (False, "fourier"), (True, "fourier"), (False, "nystroem")])
+def test_direct_solve_is_the_closed_form_and_the_lbfgs_optimum(fit_intercept,
+                                                               features):
+    """solver="direct" (normal equations accumulated chunk by chunk,
+    Cholesky) equals the naive NumPy solve of the same quadratic and
+    L-BFGS's optimum on a tight tolerance; its objective is the naive one."""
+    X, y, _, _ = su_problem(n_pairs=200, n_u=600, seed=23)
+    sim, _ = split_su(y)
+    lam = 0.1
+    kw = dict(prior=0.7, sigma=0.5, lam=lam, block_size=8, max_features=96,
+              fit_intercept=fit_intercept, features=features, dtype="float64",
+              random_state=4)
+    direct = TSGSU(solver="direct", **kw).fit(X, y)
+    again = TSGSU(solver="direct", **kw).fit(X, y)
+    np.testing.assert_array_equal(again.coef_, direct.coef_)  # bit for bit
+    PS, PU, v = _su_primal(direct, X[sim], X[~sim])
+    v_star, b_star = _su_closed_form(PS, PU, 0.7, lam, fit_intercept)
+    np.testing.assert_allclose(v, v_star, rtol=0, atol=1e-9 * np.abs(v_star).max())
+    assert direct.intercept_ == pytest.approx(b_star, abs=1e-9)
+    J = _su_objective(PS, PU, v, direct.intercept_, 0.7, lam, "none")
+    assert direct.objective_curve_[-1] == pytest.approx(J, rel=1e-9)
+    lbfgs = TSGSU(tol=1e-10, **kw).fit(X, y)
+    assert lbfgs.objective_curve_[-1] >= J - 1e-12 * abs(J)
+    np.testing.assert_allclose(lbfgs.decision_function(X),
+                               direct.decision_function(X), atol=1e-4)
+    with pytest.raises(ValueError, match="direct"):
+        TSGSU(solver="direct", correction="abs").fit(X, y)

@@ -358,6 +358,100 @@ def primal_features(n_rows: int, block_size: int, n_features_in: int = 1) -> int
     return max(block_size, D // block_size * block_size)
 
 
+# ---------------------------------------------------------------------------
+# The basis of the fixed expansion: seeded Fourier features or Nyström
+# ---------------------------------------------------------------------------
+# features="nystroem" holds every training row as a landmark up to this many
+NYSTROEM_ALL_ROWS = 4096
+# features="auto" uses Nyström up to this many landmark entries (m x d)
+_NYSTROEM_MAX_ENTRIES = 1 << 26
+# The ``features`` parameter of every estimator with a fixed expansion.
+BASIS_CONSTRAINTS = {"features": [StrOptions({"auto", "fourier", "nystroem"})]}
+
+
+def nystroem_size(n_rows: int, n_features_in: int) -> int:
+    """Default landmark count of ``features="nystroem"``: every row up to
+    :data:`NYSTROEM_ALL_ROWS` (the Nyström machine is then the exact kernel
+    machine, up to the jitter), else the larger of that and the Fourier
+    default (:func:`primal_features`, ~16 sqrt(n): Falkon's O(sqrt(n))
+    landmarks, Rudi et al. 2017); past ~131 k rows the 2 GiB bound on the
+    feature matrix lowers the 4096 floor."""
+    n = max(int(n_rows), 1)
+    held = HELD_FEATURE_BYTES // (4 * n)  # the Fourier rule's 2 GiB bound
+    return min(n, max(min(NYSTROEM_ALL_ROWS, held),
+                      primal_features(n, 32, n_features_in)))
+
+
+def _set_rows(rows_and_index):
+    """``(X, idx)`` -> the row count of the set (``idx`` None: every row)."""
+    X, idx = rows_and_index
+    return X.shape[0] if idx is None else idx.size
+
+
+def nystroem_landmarks(first, rest, m: int, seed: int) -> np.ndarray:
+    """``m`` landmarks for ``features="nystroem"`` (float64, dense) from two
+    point sets, each ``(X, idx)`` (rows ``X[idx]``; ``idx`` None: all of X):
+    every row of ``first`` while they are at most half of ``m`` (else a
+    seeded sample of ``m / 2``), the rest a seeded uniform sample of
+    ``rest``. ``first`` holds the rows with labels -- labeled rows (S3VM),
+    positives and negatives (AUC), similar-pair rows (SU) -- ``rest`` the
+    unlabeled ones. With the labeled rows among the landmarks, the
+    supervised kernel machine on them (an SVC's expansion) lies in the span,
+    so the capacity never falls below the SVC's."""
+    parts = []
+    taken = 0
+    for (X, idx), want, stream in ((first, max(1, m // 2), 11), (rest, None, 12)):
+        n = _set_rows((X, idx))
+        pick = seeded_sample(n, max(1, m - taken) if want is None else want,
+                             seed, stream=stream)
+        taken += pick.size
+        p = X[pick if idx is None else idx[pick]]
+        parts.append(p.toarray() if hasattr(p, "toarray") else np.asarray(p))
+    return np.vstack(parts).astype(np.float64)
+
+
+def resolve_basis(features: str, solver: str, kernel: str, n_rows: int,
+                  n_features_in: int, m: int) -> str:
+    """``features`` resolved for an expansion of ``m`` features on ``n_rows``
+    rows of ``n_features_in`` columns: ``"auto"`` is Nyström where it applies
+    -- a fixed expansion (L-BFGS, or TSGSU's direct solve), the RBF kernel,
+    ``m x d`` landmark entries within 2^26 (256 MB in float32) and an n x m
+    feature matrix within 2 GiB --
+    else Fourier (the papers' SGD, the other kernels, very wide rows such as
+    text, and sets too large to hold: there the dense landmarks or the
+    streamed Nyström features cost more than the seeded frequencies). The
+    rule reads shapes only: dense and sparse storage of the same rows get
+    the same basis and the same model."""
+    if features == "nystroem" and solver == "sgd":
+        raise ValueError('features="nystroem" needs solver="lbfgs" (the '
+                         "papers' SGD draws fresh Fourier blocks).")
+    if features != "auto":
+        return features
+    # held: streamed Nyström features cost m x (d + m) per row and pass,
+    # Fourier ones m x d -- past the 2 GiB bound the Fourier basis wins
+    fits = (m * n_features_in <= _NYSTROEM_MAX_ENTRIES
+            and 4 * m * n_rows <= HELD_FEATURE_BYTES)
+    if solver != "sgd" and kernel == "rbf" and fits:
+        return "nystroem"
+    return "fourier"
+
+
+def nystroem_basis(features: str, *, solver: str, kernel: str, sigma: float,
+                   first, rest, m, dtype, seed: int) -> NystromSpec | None:
+    """The :class:`NystromSpec` of an expansion whose ``features`` resolve to
+    Nyström (:func:`resolve_basis`), else None (the caller's seeded Fourier
+    spec). ``first`` / ``rest``: the point sets of
+    :func:`nystroem_landmarks`; ``m``: the feature budget, None for the
+    default :func:`nystroem_size` of all their rows."""
+    n = _set_rows(first) + _set_rows(rest)
+    d = first[0].shape[1]
+    m = nystroem_size(n, d) if m is None else int(m)
+    if resolve_basis(features, solver, kernel, n, d, m) != "nystroem":
+        return None
+    return NystromSpec(kernel, sigma, nystroem_landmarks(first, rest, m, seed),
+                       dtype, seed)
+
+
 def resolve_sigma(sigma, X) -> float:
     """Kernel width: a number, or ``"scale"`` for ``1 / (d Var X)`` over the
     training rows -- scikit-learn's ``gamma="scale"`` of ``SVC`` (the variance
@@ -630,6 +724,50 @@ def _fit_sgd(problem, spec, max_blocks, T, batch_size, step, anneal, seed,
             if monitor is not None and (t + 1) % every == 0:
                 monitor(t + 1, model, b)
     return Expansion(model, b, T, curve)
+
+
+def solve_quadratic(spec, n_blocks: int, sets, q, lin, lam: float,
+                    intercept: bool):
+    """Exact minimizer of a loss that is quadratic in the outputs,
+    ``sum_s mean_{x in s} (q_s f(x)^2 / 2 + l_s f(x)) + lam/2 ||v||^2`` with
+    ``f = psi v (+ b)`` on the first ``n_blocks`` blocks of ``spec``
+    (``psi = features / sqrt(n_blocks)`` as the L-BFGS primal): the normal
+    equations ``(lam I + sum_s q_s/n_s P_s'P_s) v + c b = -sum_s l_s/n_s
+    P_s'1`` (and ``c'v + (sum q_s) b = -sum l_s`` for the bias, ``c =
+    sum_s q_s/n_s P_s'1``), accumulated in float64 chunk by chunk over the
+    rows of every set ``(X, idx)`` (``idx`` None: all rows), solved by
+    Cholesky. One pass over the rows, ``O(n D^2)`` work and ``D x D``
+    memory, against L-BFGS's ``O(n D)`` per iteration. Returns ``(model,
+    b)``."""
+    from scipy.linalg import cho_factor, cho_solve, solve
+
+    dtype = spec.dtype
+    model = FunctionalModel(spec, 1, n_blocks)
+    with blas_single_thread():
+        W, second = spec.blocks(0, n_blocks)
+        norm = dtype.type(1.0 / np.sqrt(n_blocks))
+        D = W.shape[-1]
+        H = lam * np.eye(D)
+        rhs, c = np.zeros(D), np.zeros(D)
+        for (X, idx), qs, ls in zip(sets, q, lin, strict=True):
+            n = X.shape[0] if idx is None else idx.size
+            for r0 in range(0, n, PRIMAL_CHUNK_ROWS):
+                rows = (slice(r0, min(n, r0 + PRIMAL_CHUNK_ROWS)) if idx is None
+                        else idx[r0:r0 + PRIMAL_CHUNK_ROWS])
+                P = primal_chunk(X[rows], spec, W, second, norm).astype(np.float64)
+                total = P.sum(axis=0)
+                if qs:
+                    H += (qs / n) * (P.T @ P)
+                rhs -= (ls / n) * total
+                c += (qs / n) * total
+        if intercept:
+            A = np.block([[H, c[:, None]], [c[None, :], np.array([[sum(q)]])]])
+            z = solve(A, np.append(rhs, -sum(lin)), assume_a="sym")
+            v, b = z[:-1], z[-1]
+        else:
+            v, b = cho_solve(cho_factor(H), rhs), 0.0
+    _set_primal(model, v[:, None], n_blocks, norm, W, second)
+    return model, np.array([b])
 
 
 def primal_chunk(X, spec, W, second, norm) -> np.ndarray:

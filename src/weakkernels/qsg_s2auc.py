@@ -50,6 +50,7 @@ from weakkernels._artifact import ArtifactMixin, register
 from weakkernels._calibration import fit_platt, platt_proba
 from weakkernels._dask import dask_inputs, is_dask_collection, map_rows
 from weakkernels._dsg import (
+    BASIS_CONSTRAINTS,
     DSG_CONSTRAINTS,
     EXPANSION_CONSTRAINTS,
     FunctionalModel,
@@ -59,6 +60,7 @@ from weakkernels._dsg import (
     expansion_state,
     fit_expansion,
     iteration_budget,
+    nystroem_basis,
     resolve_sigma,
     seeded_sample,
     set_expansion_state,
@@ -72,6 +74,7 @@ from weakkernels._validation import (
 )
 from weakkernels.random_features import (
     FeatureSpec,
+    NystromSpec,
     as_compute_rows,
     blas_single_thread,
     seed_from_random_state,
@@ -358,10 +361,33 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         exactly; with it and a large ``theta`` the first steps overshoot
         (cod-rna, 300 steps: AUC 0.94 at best with ``t0=0`` vs 0.97 with
         ``t0=50``).
+    features : {"fourier", "nystroem", "auto"}, default="fourier"
+        The basis of the fixed expansion on which Eq. (9) is minimized.
+        ``"fourier"``: the paper's seeded random Fourier features (Eq. 10;
+        the model file holds seeds and coefficients only). ``"nystroem"``
+        (``solver="lbfgs"``, RBF kernel): Eq. (9) over ``span{k(z_j, .)}``
+        of landmarks ``z_j`` drawn from the training rows -- the labeled
+        positives and negatives first (all of them while they are at most
+        half the landmarks), then unlabeled rows -- by the whitened Nyström
+        features of :class:`weakkernels.random_features.NystromSpec`; the
+        model file stores the landmarks. Landmark count: ``max_features`` if
+        given, else every row up to 4096 rows (then the solve is the exact
+        minimizer of Eq. 8-9, ExactS2AUC's, up to the jitter) and
+        :func:`weakkernels._dsg.nystroem_size` beyond. ``"auto"``: Nyström
+        where it applies (:func:`weakkernels._dsg.resolve_basis`, the rule
+        of TSGS3VM), else Fourier. ``solver="sgd"`` draws fresh Fourier
+        blocks (Algorithm 1) and refuses ``"nystroem"``. The basis used is
+        ``features_``.
+        Why Fourier by default: on the paper 003 protocol (cod-rna, ijcnn1,
+        n_u = 4 800 and 40 000) Nyström was within 0.003 AUC of Fourier at
+        the same feature count for 1.5-5x the fit CPU, and more Fourier
+        features for the same CPU matched it (BENCHMARKS.md, "Fourier or
+        Nyström features for TSGSU and QSG-S2AUC").
     max_features : int or None, default=None
         Feature budget. ``solver="lbfgs"``: the expansion's size (None:
         :func:`weakkernels._dsg.primal_features`, 1024 to ~5 000, growing
-        with n). ``solver="sgd"``:
+        with n; with Nyström features :func:`weakkernels._dsg.nystroem_size`).
+        ``solver="sgd"``:
         once reached no block is added and steps
         update the existing blocks cyclically (None: unbounded, as the paper).
     dtype : {"float32", "float64"}, default="float32"
@@ -377,7 +403,9 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
     ----------
     classes_ : ndarray of shape (2,), the real classes (never -1).
     coef_ : ndarray (1, n_features_model_), random-feature coefficients.
-    spec_ : FeatureSpec, the seeds and layout that regenerate the features.
+    spec_ : FeatureSpec (the seeds and layout that regenerate the features)
+        or NystromSpec (the landmarks).
+    features_ : str, the basis used ("fourier" or "nystroem").
     threshold_ : float, the ``(1 - prior_)`` quantile of ``f`` on unlabeled data.
     prior_ : float, the prior used for the threshold.
     sigma_ : float, the kernel width used.
@@ -390,6 +418,7 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
     _parameter_constraints = {
         **DSG_CONSTRAINTS,
         **EXPANSION_CONSTRAINTS,
+        **BASIS_CONSTRAINTS,
         "gamma": [Interval(Real, 0, 1, closed="both")],
         "prior": [Interval(Real, 0, 1, closed="neither"), None],
         "lam": [Interval(Real, 0, None, closed="neither")],
@@ -417,6 +446,7 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         max_iter=None,
         eta0=100.0,
         t0=50.0,
+        features="fourier",
         max_features=None,
         dtype="float32",
         random_state=None,
@@ -439,6 +469,7 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.eta0 = eta0
         self.t0 = t0
+        self.features = features
         self.max_features = max_features
         self.dtype = dtype
         self.random_state = random_state
@@ -485,10 +516,22 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         B = int(self.block_size)
         max_blocks = default_blocks(
             self.solver, (n_p, n_n, n_u), self.max_features, B, X.shape[1])
-        spec = FeatureSpec(
-            self.kernel, self.sigma_, self.degree, self.coef0, X.shape[1], B, seed,
-            dtype,
-        )
+        # Nyström landmarks: the labeled rows (positives and negatives) first,
+        # up to half, then unlabeled ones
+        spec = nystroem_basis(
+            self.features, solver=self.solver, kernel=self.kernel,
+            sigma=self.sigma_, first=(X, np.flatnonzero(labeled)),
+            rest=(X, idx_u),
+            m=None if self.max_features is None else B * max_blocks,
+            dtype=dtype, seed=seed)
+        self.features_ = "fourier" if spec is None else "nystroem"
+        if spec is None:
+            spec = FeatureSpec(
+                self.kernel, self.sigma_, self.degree, self.coef0, X.shape[1], B,
+                seed, dtype,
+            )
+        else:
+            B, max_blocks = spec.block_size, 1
         T = iteration_budget(self.solver, self.max_iter, self.n_passes, n_u,
                              self.batch_size, self.min_iter)
         # Fixed unlabeled sample for the threshold (identical at every callback).
@@ -564,6 +607,8 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
 
     def _set_artifact_state(self, meta, arrays):
         set_expansion_state(self, meta, arrays)
+        self.features_ = ("nystroem" if isinstance(self.spec_, NystromSpec)
+                          else "fourier")
         self.seed_ = int(meta["seed"])
         self.prior_ = float(meta["prior"])
         self.threshold_ = float(meta["threshold"])

@@ -36,9 +36,9 @@ from weakkernels._artifact import ArtifactMixin, register
 from weakkernels._calibration import fit_platt, platt_proba
 from weakkernels._dask import dask_inputs, is_dask_collection, map_rows
 from weakkernels._dsg import (
+    BASIS_CONSTRAINTS,
     DSG_CONSTRAINTS,
     EXPANSION_CONSTRAINTS,
-    HELD_FEATURE_BYTES,
     SCHEDULES,
     FunctionalModel,
     Problem,
@@ -47,7 +47,7 @@ from weakkernels._dsg import (
     expansion_state,
     fit_expansion,
     iteration_budget,
-    primal_features,
+    nystroem_basis,
     resolve_sigma,
     seeded_sample,
     set_expansion_state,
@@ -70,10 +70,6 @@ from weakkernels.random_features import (
 )
 
 UNLABELED_LOSSES = ("shg", "sshg", "ramp", "da")
-# features="nystroem" holds every training row as a landmark up to this many
-NYSTROEM_ALL_ROWS = 4096
-# features="auto" uses Nyström up to this many landmark entries (m x d)
-_NYSTROEM_MAX_ENTRIES = 1 << 26
 
 
 def unlabeled_loss(name: str, f: np.ndarray, s: float = -0.3) -> np.ndarray:
@@ -186,34 +182,6 @@ def balancing_bias(code: int, g_unlabeled: np.ndarray, r: np.ndarray) -> np.ndar
     )
 
 
-def nystroem_size(n_rows: int, n_features_in: int) -> int:
-    """Default landmark count of ``features="nystroem"``: every row up to
-    :data:`NYSTROEM_ALL_ROWS` (the Nyström machine is then the exact kernel
-    machine, up to the jitter), else the larger of that and the Fourier
-    default (:func:`weakkernels._dsg.primal_features`, ~16 sqrt(n): Falkon's
-    O(sqrt(n)) landmarks, Rudi et al. 2017); past ~131 k rows the 2 GiB
-    bound on the feature matrix lowers the 4096 floor."""
-    n = max(int(n_rows), 1)
-    held = HELD_FEATURE_BYTES // (4 * n)  # the Fourier rule's 2 GiB bound
-    return min(n, max(min(NYSTROEM_ALL_ROWS, held),
-                      primal_features(n, 32, n_features_in)))
-
-
-def nystroem_landmarks(X, idx_l, idx_u, m: int, seed: int) -> np.ndarray:
-    """``m`` landmarks for ``features="nystroem"`` (float64, dense): every
-    labeled row while they are at most half of ``m`` (else a seeded sample of
-    ``m / 2``), the rest a seeded uniform sample of the unlabeled rows. With
-    the labeled rows among the landmarks, the supervised kernel machine on
-    them (an SVC's expansion) lies in the span, so the capacity never falls
-    below the SVC's."""
-    keep_l = idx_l[seeded_sample(idx_l.size, max(1, m // 2), seed, stream=11)]
-    take_u = idx_u[seeded_sample(idx_u.size, max(1, m - keep_l.size), seed,
-                                 stream=12)]
-    parts = [X[keep_l], X[take_u]]
-    parts = [p.toarray() if hasattr(p, "toarray") else np.asarray(p) for p in parts]
-    return np.vstack(parts).astype(np.float64)
-
-
 def hinge_grad(margin: np.ndarray) -> np.ndarray:
     """``dl/dz`` of the hinge ``l(z) = max(0, 1 - z)`` at ``z = y f(x)``."""
     return np.where(margin < 1.0, -1.0, 0.0)
@@ -263,7 +231,7 @@ _COMMON_CONSTRAINTS = {
                             "clipped"}),
                     "boolean"],
     "anneal": [Interval(Real, 0, 1, closed="left")],
-    "features": [StrOptions({"auto", "fourier", "nystroem"})],
+    **BASIS_CONSTRAINTS,
 }
 
 
@@ -281,25 +249,6 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
     def _features_given(self) -> bool:
         """Whether the user fixed the feature count (else the default rule)."""
         raise NotImplementedError
-
-    def _basis(self, X, m: int) -> str:
-        """``features`` resolved: ``"auto"`` is Nyström where it applies --
-        the L-BFGS solver, the RBF kernel, ``m x d`` landmark entries within
-        2^26 (256 MB in float32) and an n x m feature matrix within 2 GiB --
-        else Fourier (the papers' SGD, the other kernels, very wide rows such
-        as text, and sets too large to hold: there the dense landmarks or the
-        streamed Nyström features cost more than the seeded frequencies). The
-        rule reads shapes only: dense and sparse storage of the same rows get
-        the same basis and the same model."""
-        if self.features != "auto":
-            return self.features
-        # held: streamed Nyström features cost m x (d + m) per row and pass,
-        # Fourier ones m x d -- past the 2 GiB bound the Fourier basis wins
-        fits = (m * X.shape[1] <= _NYSTROEM_MAX_ENTRIES
-                and 4 * m * X.shape[0] <= HELD_FEATURE_BYTES)
-        if self.solver == "lbfgs" and self.kernel == "rbf" and fits:
-            return "nystroem"
-        return "fourier"
 
     # -- fit ---------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
@@ -352,23 +301,19 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
         self.seed_ = seed
         sgd = self.solver == "sgd"
         B, max_blocks = self._layout(X.shape[0], (n_l, n_u), X.shape[1])
-        m = (B * max_blocks if self._features_given()
-             else nystroem_size(X.shape[0], X.shape[1]))
-        self.features_ = self._basis(X, m)
-        if self.features_ == "nystroem":
-            if sgd:
-                raise ValueError('features="nystroem" needs solver="lbfgs" (the '
-                                 "papers' SGD draws fresh Fourier blocks).")
-            spec = NystromSpec(self.kernel, self.sigma_,
-                               nystroem_landmarks(X, np.flatnonzero(labeled), idx_u,
-                                                  m, seed),
-                               dtype, seed)
-            B, max_blocks = spec.block_size, 1
-        else:
+        spec = nystroem_basis(
+            self.features, solver=self.solver, kernel=self.kernel,
+            sigma=self.sigma_, first=(X, np.flatnonzero(labeled)),
+            rest=(X, idx_u), m=B * max_blocks if self._features_given() else None,
+            dtype=dtype, seed=seed)
+        self.features_ = "fourier" if spec is None else "nystroem"
+        if spec is None:
             spec = FeatureSpec(
                 self.kernel, self.sigma_, self.degree, self.coef0, X.shape[1], B,
                 seed, dtype,
             )
+        else:
+            B, max_blocks = spec.block_size, 1
         T = iteration_budget(self.solver, self.max_iter, self.n_passes, n_u,
                              self.batch_size)
         schedule = SCHEDULES[self.learning_rate]
@@ -644,7 +589,7 @@ or bool, default="auto"
         (:class:`weakkernels.random_features.NystromSpec`); the model file
         stores the landmarks. Landmark count: ``max_features`` /
         ``n_components`` if given, else every row up to 4096 rows (the exact
-        kernel machine) and :func:`nystroem_size` beyond. ``"auto"``:
+        kernel machine) and :func:`weakkernels._dsg.nystroem_size` beyond. ``"auto"``:
         Nyström where it applies (L-BFGS, RBF, at most 2^26 landmark entries,
         features that fit 2 GiB), else Fourier. Why Nyström by default: at equal
         or lower cost it is as accurate or more (MNIST, paper 004's protocol,
@@ -712,7 +657,8 @@ class TSGS3VM(_S3VMBase):
     max_features : int or None, default=None
         Feature budget. ``solver="lbfgs"``: the expansion's size (None: the
         rule of :func:`weakkernels._dsg.primal_features`, 1024 to ~5 000,
-        growing as ~16 sqrt(n); with Nyström features :func:`nystroem_size`).
+        growing as ~16 sqrt(n); with Nyström features
+        :func:`weakkernels._dsg.nystroem_size`).
         ``solver="sgd"``: once reached, no new blocks are added and steps
         update existing blocks cyclically (None: unbounded, as the paper).
 

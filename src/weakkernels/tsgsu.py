@@ -65,18 +65,22 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from weakkernels._artifact import ArtifactMixin, register
 from weakkernels._dask import dask_inputs, is_dask_collection, map_rows
 from weakkernels._dsg import (
+    BASIS_CONSTRAINTS,
     DSG_CONSTRAINTS,
     EXPANSION_CONSTRAINTS,
     LBFGS_MAX_ITER,
     FunctionalModel,
     Problem,
     callback_monitor,
+    check_feature_memory,
     default_blocks,
     expansion_state,
     fit_expansion,
+    nystroem_basis,
     resolve_sigma,
     seeded_sample,
     set_expansion_state,
+    solve_quadratic,
 )
 from weakkernels._validation import (
     _SPARSE_FORMATS,
@@ -92,6 +96,7 @@ from weakkernels._validation import (
 from weakkernels.class_prior import estimate_class_prior
 from weakkernels.random_features import (
     FeatureSpec,
+    NystromSpec,
     blas_single_thread,
     seed_from_random_state,
 )
@@ -533,8 +538,13 @@ class TSGSU(_SUBase):
         ``correction="abs"``, lam 1e-4, ``eta0=10``. Small data sets need a
         larger lam (the exact minimizer overfits where 100 SGD steps stop
         early).
-    solver : {"lbfgs", "sgd"}, default="lbfgs"
-        See above.
+    solver : {"lbfgs", "sgd", "direct"}, default="lbfgs"
+        See above. ``"direct"`` (squared loss, ``correction="none"`` only):
+        the exact minimizer of the quadratic Eq. (9) over the fixed
+        expansion, by its normal equations accumulated in one pass over the
+        rows and a Cholesky solve (:func:`weakkernels._dsg.solve_quadratic`):
+        ``O(n D^2)`` work and a ``D x D`` float64 matrix (512 MB at D = 8192)
+        against L-BFGS's ``O(n D)`` per iteration.
     tol : float, default=1e-5
         ``solver="lbfgs"``: stop when the largest gradient entry falls below
         ``tol`` times its value at ``f = 0``.
@@ -559,10 +569,34 @@ class TSGSU(_SUBase):
         ``solver="lbfgs"`` jointly with the weights. Not in paper 002 (its
         model is a pure RKHS function); it did not help on cod-rna
         (BENCHMARKS.md), so the default is the model as printed.
+    features : {"fourier", "nystroem", "auto"}, default="fourier"
+        The basis of the fixed expansion on which Eq. (9) is minimized.
+        ``"fourier"``: the paper's seeded random Fourier features (the model
+        file holds seeds and coefficients only). ``"nystroem"``
+        (``solver="lbfgs"``, RBF kernel): Eq. (9) over ``span{k(z_j, .)}``
+        of landmarks ``z_j`` drawn from the training rows -- the pair rows
+        first (all of them while they are at most half the landmarks), then
+        unlabeled rows; also with ``solver="direct"`` -- by the whitened
+        Nyström features of
+        :class:`weakkernels.random_features.NystromSpec`; the model file
+        stores the landmarks. Landmark count: ``max_features`` if given,
+        else every row up to 4096 rows (the exact kernel minimizer of Eq. 9,
+        up to the jitter) and
+        :func:`weakkernels._dsg.nystroem_size` beyond. ``"auto"``: Nyström
+        where it applies (:func:`weakkernels._dsg.resolve_basis`, the rule of
+        TSGS3VM), else Fourier. ``solver="sgd"`` draws fresh Fourier blocks
+        (Algorithm 1) and refuses ``"nystroem"``. The basis used is
+        ``features_``.
+        Why Fourier by default: on the paper 002 protocol (cod-rna, n_U =
+        10 000 and 35 000) Nyström was within 0.15 pp of Fourier at the same
+        feature count for 2-5x the fit CPU, and more Fourier features for
+        the same CPU matched it (BENCHMARKS.md, "Fourier or Nyström
+        features for TSGSU and QSG-S2AUC").
     max_features : int or None, default=None
         Feature budget (see :mod:`weakkernels._dsg`). ``solver="lbfgs"``:
         the expansion's size (None: :func:`weakkernels._dsg.primal_features`,
-        1024 to ~5 000, growing with n); ``solver="sgd"``: once
+        1024 to ~5 000, growing with n; with Nyström features
+        :func:`weakkernels._dsg.nystroem_size`); ``solver="sgd"``: once
         reached, steps revisit the existing blocks (None: unbounded, as the paper).
     dtype : {"float32", "float64"}, default="float32"
     random_state : int, RandomState instance or None
@@ -580,7 +614,9 @@ class TSGSU(_SUBase):
     prior_, pi_S_ : the class prior used and ``prior_^2 + (1 - prior_)^2``.
     prior_estimate_ : dict, only with ``prior="auto"``.
     sigma_ : float, the kernel width used.
-    coef_ : ndarray (1, n_features_model_); spec_ : FeatureSpec.
+    coef_ : ndarray (1, n_features_model_); spec_ : FeatureSpec or
+        NystromSpec.
+    features_ : str, the basis used ("fourier" or "nystroem").
     intercept_ : float, the offset ``b`` (0 with ``fit_intercept=False``).
     calibration_ : ``(A, B)`` of the prior-matched sigmoid.
     risk_curve_ : list of float, the corrected risk (Eq. 8) at every
@@ -596,12 +632,14 @@ class TSGSU(_SUBase):
     _parameter_constraints = {
         **DSG_CONSTRAINTS,
         **EXPANSION_CONSTRAINTS,
+        **BASIS_CONSTRAINTS,
         "prior": _PRIOR,
         "loss": [StrOptions(set(LOSSES))],
         "correction": [StrOptions(set(CORRECTIONS))],
         "lam": [Interval(Real, 0, None, closed="neither")],
         "learning_rate": [StrOptions(set(SU_SCHEDULES))],
         "fit_intercept": ["boolean"],
+        "solver": [StrOptions({"lbfgs", "sgd", "direct"})],
     }
 
     def __init__(
@@ -623,6 +661,7 @@ class TSGSU(_SUBase):
         learning_rate="invscaling",
         eta0=1.0,
         fit_intercept=False,
+        features="fourier",
         max_features=None,
         dtype="float32",
         random_state=None,
@@ -645,6 +684,7 @@ class TSGSU(_SUBase):
         self.learning_rate = learning_rate
         self.eta0 = eta0
         self.fit_intercept = fit_intercept
+        self.features = features
         self.max_features = max_features
         self.dtype = dtype
         self.random_state = random_state
@@ -659,6 +699,12 @@ class TSGSU(_SUBase):
 
     def _fit_su(self, XS, XU, seed):
         sgd = self.solver == "sgd"
+        if self.solver == "direct" and (self.loss, self.correction) != (
+                "squared", "none"):
+            raise ValueError(
+                'solver="direct" needs loss="squared" and correction="none" '
+                f"(the quadratic Eq. 7); got loss={self.loss!r}, "
+                f"correction={self.correction!r}.")
         lam = float(self.lam)
         if sgd:
             T = SGD_MAX_ITER if self.max_iter is None else int(self.max_iter)
@@ -674,10 +720,21 @@ class TSGSU(_SUBase):
         max_blocks = default_blocks(
             self.solver, (XS.shape[0], XU.shape[0]), self.max_features, B,
             XS.shape[1])
-        spec = FeatureSpec(
-            self.kernel, self.sigma_, self.degree, self.coef0, XS.shape[1], B, seed,
-            np.dtype(self.dtype),
-        )
+        # Nyström landmarks: the pair rows first (up to half), as the labeled
+        # rows of the S3VM: the points the risk weighs individually
+        spec = nystroem_basis(
+            self.features, solver=self.solver, kernel=self.kernel,
+            sigma=self.sigma_, first=(XS, None), rest=(XU, None),
+            m=None if self.max_features is None else B * max_blocks,
+            dtype=np.dtype(self.dtype), seed=seed)
+        self.features_ = "fourier" if spec is None else "nystroem"
+        if spec is None:
+            spec = FeatureSpec(
+                self.kernel, self.sigma_, self.degree, self.coef0, XS.shape[1], B,
+                seed, np.dtype(self.dtype),
+            )
+        else:
+            B, max_blocks = spec.block_size, 1
         prior, loss_name, corr = self.prior_, self.loss, self.correction
         self.risk_curve_ = []
 
@@ -700,6 +757,9 @@ class TSGSU(_SUBase):
             self._calibrate(XU, seed)
 
         monitor = callback_monitor(self, expose)
+        if self.solver == "direct":
+            self._fit_direct(XS, XU, spec, max_blocks, monitor)
+            return
         result = fit_expansion(
             problem, spec, solver=self.solver, max_blocks=max_blocks, n_iter=T,
             batch_size=self.batch_size, step=lambda t, T: self._eta(t, T),
@@ -711,6 +771,32 @@ class TSGSU(_SUBase):
         with blas_single_thread():
             self._set_model_state(result.model, result.intercept)
         result.model.release()
+
+    def _fit_direct(self, XS, XU, spec, n_blocks, monitor):
+        """``solver="direct"``: the exact minimizer of Eq. (9) with the
+        squared loss and no correction. Eq. (7) is then ``-a pi_S f`` on the
+        pair points and ``f^2/4 + a f/2 + 1/4`` on the unlabeled ones (Bao
+        et al. Sec. 3.3; see :class:`TSGSU`), a quadratic in ``f`` solved by
+        its normal equations (:func:`weakkernels._dsg.solve_quadratic`)."""
+        pi_S, a = class_prior_terms(self.prior_)
+        check_feature_memory(spec, n_blocks * spec.block_size)
+        model, b = solve_quadratic(
+            spec, n_blocks, [(XS, None), (XU, None)], q=[0.0, 0.5],
+            lin=[-a * pi_S, 0.5 * a], lam=float(self.lam),
+            intercept=bool(self.fit_intercept))
+        with blas_single_thread():
+            fS, fU = model.evaluate(XS)[:, 0] + b[0], model.evaluate(XU)[:, 0] + b[0]
+        risk = su_risk(fS, fU, self.prior_, "squared", "none")
+        # ||v||^2 of the primal psi v: the model's coefficients are v / sqrt(D_b)
+        coef = model.coefficients().astype(np.float64)
+        v2 = float(np.sum(coef**2)) * model.n_blocks
+        self.risk_curve_ = [risk]
+        self.objective_curve_ = [risk + 0.5 * float(self.lam) * v2]
+        monitor(1, model, b)
+        self.n_iter_ = 1
+        with blas_single_thread():
+            self._set_model_state(model, b)
+        model.release()
 
     def _set_model_state(self, model: FunctionalModel, b):
         """Expose the current expansion as fitted attributes (usable mid-fit)."""
@@ -732,4 +818,6 @@ class TSGSU(_SUBase):
 
     def _set_state(self, meta, arrays):
         set_expansion_state(self, meta, arrays)
+        self.features_ = ("nystroem" if isinstance(self.spec_, NystromSpec)
+                          else "fourier")
         self.intercept_ = float(meta["intercept"])

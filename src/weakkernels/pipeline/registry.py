@@ -325,13 +325,17 @@ MODELS: dict[str, ModelSpec] = {
         numba=True, warm={**_WARM_DSG, "min_iter": 1},
         fast={**_FAST_DSG, "prior": 0.5},
         check_params=({"batch_size": 16, "block_size": 8, "max_iter": 10,
-                       "random_state": 0},),
+                       "random_state": 0},
+                      {"features": "nystroem", "max_features": 32, "max_iter": 10,
+                       "random_state": 0}),
         expected_failed_checks=_SEMI_XFAIL),
     "tsgsu": _ours_spec(
         "tsgsu", "su", TSGSU, {"sigma_rel": _SIGMA, "lam": _LAM},
         numba=True, warm=_WARM_DSG, fast=_FAST_DSG,
         check_params=({"max_iter": 5, "batch_size": 20, "block_size": 8,
-                       "random_state": 0},),
+                       "random_state": 0},
+                      {"features": "nystroem", "max_features": 32, "max_iter": 5,
+                       "block_size": 8, "random_state": 0}),
         expected_failed_checks=_SU_XFAIL),
     # The exact-kernel peers of the two stochastic solvers above, on the same
     # splits with the same tuning budget: SUSL (Bao et al.'s closed-form SU
