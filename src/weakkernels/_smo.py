@@ -902,10 +902,11 @@ def cache_array(shape: tuple[int, int], dtype) -> np.ndarray:
     ``np.empty`` advises transparent huge pages (``MADV_HUGEPAGE``) for large
     arrays; with the kernel's ``defrag=madvise`` setting every first touch of
     a 2 MB page may then compact memory synchronously. The cache is written
-    once, row after row, by the fill: on the ijcnn1 cache (21 001 rows, 3.5
-    GB) that cost 11.2 s of system CPU against 1.9 s for plain 4 KB pages
-    (``benchmarks/cccp_ijcnn1_scale.py``; the CCCP page of BENCHMARKS.md). The
-    rows' values do not depend on where they are stored.
+    once, row after row, by the fill: writing a 21 001 x 21 001 float64 array
+    (the ijcnn1 cache, 3.5 GB) once cost 11.2 s of system CPU with the advice
+    and 1.9 s without, on the project's 2-core VM under load (the CCCP page of
+    BENCHMARKS.md has the fit). The rows' values do not depend on where they
+    are stored.
     """
     dtype = np.dtype(dtype)
     nbytes = int(shape[0]) * int(shape[1]) * dtype.itemsize
