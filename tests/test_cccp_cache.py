@@ -9,6 +9,7 @@ counts.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import textwrap
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from numba import njit
 
 from weakkernels import CCCPTSVM, RampSVM, _smo
 from weakkernels._smo import (
@@ -252,3 +254,114 @@ def test_n_jobs_zero_is_refused():
     X, y = _multiclass(False, n=40)
     with pytest.raises(ValueError, match="n_jobs"):
         RampSVM(n_jobs=0).fit(X, y)
+
+
+# The RBF row loop as it was in one pass (distance and exp per entry), same
+# source and flags: the two-pass kernel row must give these bits exactly.
+@njit(fastmath=_smo.FASTMATH)
+def _one_pass_rbf_row(xi, xi_sq, X, sqnorm, sigma, out):
+    n, d = X.shape
+    for q in range(n):
+        dot = 0.0
+        for t in range(d):
+            dot += xi[t] * X[q, t]
+        d2 = xi_sq + sqnorm[q] - 2.0 * dot
+        if d2 < 0.0:
+            d2 = 0.0
+        out[q] = math.exp(-sigma * d2)
+
+
+def _spread(n, d, seed):
+    # mixed scales and exact zeros (sparse-like rows, distances near 0)
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) * rng.choice([1e-3, 1.0, 30.0], size=(n, 1))
+    X[rng.random(X.shape) < 0.3] = 0.0
+    X[1] = X[0]
+    return X
+
+
+def _bits(a):
+    return np.ascontiguousarray(a, dtype=np.float64).view(np.int64)
+
+
+@pytest.mark.parametrize("d", [1, 3, 4, 5, 15, 16, 17, 22, 33, D_BLOCK])
+def test_two_pass_rbf_row_has_the_one_pass_bits(d):
+    X = _spread(41, d, seed=d)
+    sq = np.einsum("ij,ij->i", X, X)
+    new = np.empty(41)
+    old = np.empty(41)
+    for p in (0, 7):
+        for sigma in (0.05, 3.0):
+            _kernel_row(X[p], sq[p], X, sq, KERNEL_CODES["rbf"], sigma, 3, 0.5, new)
+            _one_pass_rbf_row(X[p], sq[p], X, sq, sigma, old)
+            np.testing.assert_array_equal(_bits(new), _bits(old))
+
+
+def _filled_reference(rows, mean_idx):
+    """The cache the fill must produce from full rows: row p in slot p, the
+    balancing column and x_0's row summed in ascending p."""
+    n = rows.shape[0]
+    k0 = np.zeros(n)
+    for p in mean_idx:
+        k0 += 1.0 * rows[p]
+    k0 *= 1.0 / len(mean_idx)
+    k00 = 0.0
+    for v in k0[mean_idx]:
+        k00 += v
+    k00 *= 1.0 / len(mean_idx)
+    full = np.empty((n + 1, n + 1))
+    full[:n, :n] = rows
+    full[:n, n] = k0
+    full[n, :n] = k0
+    full[n, n] = k00
+    return full
+
+
+@pytest.mark.parametrize("layout", ["dense", "csr"])
+def test_fill_has_the_bits_of_the_row_at_a_time_rows(layout):
+    # 600 base points: the fill's chunks of 256 rows go straight into their
+    # slots (float64 cache) or through the buffer (float32; a partial cache's
+    # last chunk), and rows past the cache only feed the balancing column
+    n, d = 600, 22
+    X = _spread(n, d, seed=5)
+    mean_idx = np.arange(100, n)
+    sq = np.einsum("ij,ij->i", X, X)
+    rows = np.empty((n, n))
+    if layout == "dense":
+        for p in range(n):
+            _one_pass_rbf_row(X[p], sq[p], X, sq, 0.05, rows[p])
+        Xin = X
+    else:
+        Xin = sp.csr_matrix(X)
+        points, sqn = _smo.csr_points(Xin)
+        _smo._rows_block(points, 0, n, sqn, KERNEL_CODES["rbf"], 0.05, 3, 0.5, 1,
+                         rows)
+    ref = _filled_reference(rows, mean_idx)
+    full = KernelProblem(Xin, KERNEL_CODES["rbf"], 0.05, 3, 0.5, None, mean_idx)
+    assert full.fully_cached and full.block == 1
+    np.testing.assert_array_equal(full.owner, np.arange(n + 1))
+    np.testing.assert_array_equal(_bits(full.data), _bits(ref))
+    assert full.k00 == ref[n, n]
+    # 300 slots: chunk 0..255 direct, 256..511 through the buffer (its first
+    # 44 rows cached), 512..599 for the column only
+    part = KernelProblem(Xin, KERNEL_CODES["rbf"], 0.05, 3, 0.5,
+                         300 * 8 * (n + 1) / 2**20, mean_idx)
+    assert part.capacity == 300
+    np.testing.assert_array_equal(part.owner, np.arange(300))
+    np.testing.assert_array_equal(_bits(part.data), _bits(ref[:300]))
+    np.testing.assert_array_equal(_bits(part.k0), _bits(ref[n, :n]))
+    f32 = KernelProblem(Xin, KERNEL_CODES["rbf"], 0.05, 3, 0.5, None, mean_idx,
+                        cache_dtype=np.float32)
+    np.testing.assert_array_equal(f32.data[:n, :n], rows.astype(np.float32))
+    np.testing.assert_array_equal(_bits(f32.k0), _bits(ref[n, :n]))
+
+
+def test_cache_array_is_writable_uninitialised_storage():
+    big = _smo.cache_array((300, 301), np.float64)
+    assert big.shape == (300, 301) and big.dtype == np.float64
+    assert big.flags.c_contiguous and big.flags.writeable
+    big[:] = 2.5
+    row = big[299]
+    del big
+    assert row.sum() == 2.5 * 301  # the view keeps the mapping alive
+    assert _smo.cache_array((1, 3), np.float32).shape == (1, 3)

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import copy
 import math
+import mmap
 from dataclasses import dataclass
 
 import numpy as np
@@ -121,6 +122,23 @@ def _ipow(x, degree):
 def _kernel_row(xi, xi_sq, X, sqnorm, code, sigma, degree, coef0, out):
     """``out[q] = k(xi, X[q])`` for every row of ``X`` (one kernel row)."""
     n, d = X.shape
+    if code == 0:  # rbf, with precomputed squared norms
+        # two passes, squared distances first, then the exponentials:
+        # between the libm calls the latency-bound sums overlap no work; apart,
+        # consecutive sums (and calls) overlap. Each entry's arithmetic is the
+        # one-pass loop's: the same sum (this inner loop, these flags), the same
+        # exp call (bits compared in tests/test_cccp_cache.py).
+        for q in range(n):
+            dot = 0.0
+            for t in range(d):
+                dot += xi[t] * X[q, t]
+            d2 = xi_sq + sqnorm[q] - 2.0 * dot
+            if d2 < 0.0:
+                d2 = 0.0
+            out[q] = d2
+        for q in range(n):
+            out[q] = math.exp(-sigma * out[q])
+        return
     for q in range(n):
         if code == 1:  # laplacian
             acc = 0.0
@@ -131,12 +149,7 @@ def _kernel_row(xi, xi_sq, X, sqnorm, code, sigma, degree, coef0, out):
             dot = 0.0
             for t in range(d):
                 dot += xi[t] * X[q, t]
-            if code == 0:  # rbf, with precomputed squared norms
-                d2 = xi_sq + sqnorm[q] - 2.0 * dot
-                if d2 < 0.0:
-                    d2 = 0.0
-                out[q] = math.exp(-sigma * d2)
-            elif code == 2:  # poly
+            if code == 2:  # poly
                 out[q] = _ipow(sigma * dot + coef0, degree)
             else:  # linear
                 out[q] = dot
@@ -883,6 +896,27 @@ def default_cache_mb(m: int, itemsize: int = 8) -> float:
     return min(CACHE_MEMORY_FRACTION * available_memory(), full) / 2**20
 
 
+def cache_array(shape: tuple[int, int], dtype) -> np.ndarray:
+    """Uninitialised cache rows in anonymous memory without huge-page advice.
+
+    ``np.empty`` advises transparent huge pages (``MADV_HUGEPAGE``) for large
+    arrays; with the kernel's ``defrag=madvise`` setting every first touch of
+    a 2 MB page may then compact memory synchronously. The cache is written
+    once, row after row, by the fill: writing a 21 001 x 21 001 float64 array
+    (the ijcnn1 cache, 3.5 GB) once cost 11.2 s of system CPU with the advice
+    and 1.9 s without, on the project's 2-core VM under load (the CCCP page of
+    BENCHMARKS.md has the fit). The rows' values do not depend on where they
+    are stored.
+    """
+    dtype = np.dtype(dtype)
+    nbytes = int(shape[0]) * int(shape[1]) * dtype.itemsize
+    flags = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)
+    if nbytes < mmap.PAGESIZE or not hasattr(mmap, "MAP_ANONYMOUS"):
+        return np.empty(shape, dtype=dtype)  # small, or no POSIX mmap
+    buf = mmap.mmap(-1, nbytes, flags=flags)  # zero pages until written
+    return np.frombuffer(buf, dtype=dtype).reshape(shape)  # keeps buf alive
+
+
 def cache_rows(cache_size: float, m: int, itemsize: int = 8) -> int:
     """Number of kernel rows of length ``m`` that fit in ``cache_size`` MB (>= 2)."""
     return int(max(2, min(m, int(cache_size * 2**20) // (itemsize * max(m, 1)))))
@@ -890,7 +924,7 @@ def cache_rows(cache_size: float, m: int, itemsize: int = 8) -> int:
 
 @njit(cache=True, nogil=True)
 def _fill_cache(X, sqnorm, weight, code, sigma, degree, coef0, block, data, slot_of,
-                owner, counters, n_fill, k0):
+                owner, counters, n_fill, k0, direct):
     """Rows of base points ``0 .. n_fill-1`` into the cache, and Eq. 1.15's column.
 
     Computes the rows in blocks (:func:`_rows_block`), stores each of the first
@@ -898,6 +932,11 @@ def _fill_cache(X, sqnorm, weight, code, sigma, degree, coef0, block, data, slot
     weight[p] * k(x_p, x_q)`` over every ``p`` with ``weight[p] != 0`` in
     ascending ``p`` (the order of the row-at-a-time sum it replaces). Rows
     neither cached nor weighted are not computed. Returns the rows computed.
+
+    ``direct`` (float64 ``data``, ``block == 1``, else a ``(0, 0)`` array):
+    the same rows are computed straight into their slots of ``direct`` (the
+    cache itself) instead of through a buffer and a copy -- on the ijcnn1
+    cache 3.5 GB fewer bytes written and read.
     """
     n_pts = sqnorm.shape[0]
     last = -1
@@ -912,6 +951,20 @@ def _fill_cache(X, sqnorm, weight, code, sigma, degree, coef0, block, data, slot
     done = 0
     for b0 in range(0, stop, chunk):
         b1 = min(b0 + chunk, stop)
+        if direct.shape[0] > 0 and b1 <= n_fill:
+            for p in range(b0, b1):
+                s = counters[3]
+                counters[3] += 1
+                owner[s] = p
+                slot_of[p] = s
+                row = direct[s, :n_pts]
+                _point_row(X, p, sqnorm, code, sigma, degree, coef0, row)
+                w = weight[p]
+                if w != 0.0:
+                    for q in range(n_pts):
+                        k0[q] += w * row[q]
+            done += b1 - b0
+            continue
         if b0 >= n_fill:  # cache full: compute only the blocks with weight
             any_w = False
             for p in range(b0, b1):
@@ -995,7 +1048,7 @@ class KernelProblem:
         if self.cache_size is None:
             self.cache_size = default_cache_mb(self.m, dtype.itemsize)
         self.capacity = cache_rows(self.cache_size, self.m, dtype.itemsize)
-        self.data = np.empty((self.capacity, self.m), dtype=dtype)
+        self.data = cache_array((self.capacity, self.m), dtype)
         self.slot_of = np.full(self.m, -1, dtype=np.int64)
         self.owner = np.full(self.capacity, -1, dtype=np.int64)
         self.stamp = np.zeros(self.capacity, dtype=np.int64)
@@ -1012,6 +1065,8 @@ class KernelProblem:
             self.points, self.sqnorm, weight, self.code, self.sigma, self.degree,
             self.coef0, self.block, self.data, self.slot_of, self.owner,
             self.counters, n_fill, k0,
+            self.data if self.block == 1 and dtype == np.float64 else
+            np.empty((0, 0)),
         )
         if self.has_x0:
             inv = 1.0 / idx.shape[0]
