@@ -241,9 +241,13 @@ PRIMAL_CHUNK_ROWS = 2048
 # beyond, every product regenerates the features chunk by chunk from the
 # seeded frequencies (O(chunk x D) memory, twice the arithmetic per pass).
 PRIMAL_CACHE_FRACTION = 0.25
-# 1 GiB: MNIST's 61 000 rows x 4 096 features fit; a 10^7-row fit stays near
-# 2 GB resident (at 4 GiB its 10^6-row level was held: 4.4 GB peak RSS)
-PRIMAL_CACHE_MAX_BYTES = 1 << 30
+# 2 GiB, the HELD_FEATURE_BYTES bound of the default feature counts: MNIST's
+# 61 000 rows x 5 920 Nystroem landmarks (1.4 GB) are held -- streamed, every
+# pass regenerates k(X, Z) L^-T at m (d + m) per row, minutes per iteration.
+# A 10^7-row fit (1 024 features) holds the same levels as at 1 GiB (its
+# 262 144-row level is 1 GiB, the next 4 GiB: at 4 GiB it held that one and
+# peaked at 4.4 GB RSS)
+PRIMAL_CACHE_MAX_BYTES = 1 << 31
 # L-BFGS iterations on a level past level 0 whose feature matrix exceeds
 # HELD_FEATURE_BYTES (in float32; a constant, not the machine's memory, so
 # the model does not depend on where it is fitted). Such a level is usually
