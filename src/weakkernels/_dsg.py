@@ -367,6 +367,10 @@ def primal_features(n_rows: int, block_size: int, n_features_in: int = 1) -> int
 # ---------------------------------------------------------------------------
 # features="nystroem" holds every training row as a landmark up to this many
 NYSTROEM_ALL_ROWS = 4096
+# beyond, ~24 sqrt(n) landmarks (see nystroem_size): 5 920 at MNIST's 61 000
+# rows, where 4 096 left paper 004's Table 1.5 bar (6.0 %) missed on two of
+# three seeds (BENCHMARKS.md, "Multiclass defaults")
+NYSTROEM_SQRT_FACTOR = 24
 # features="auto" uses Nyström up to this many landmark entries (m x d)
 _NYSTROEM_MAX_ENTRIES = 1 << 26
 # The ``features`` parameter of every estimator with a fixed expansion.
@@ -376,13 +380,21 @@ BASIS_CONSTRAINTS = {"features": [StrOptions({"auto", "fourier", "nystroem"})]}
 def nystroem_size(n_rows: int, n_features_in: int) -> int:
     """Default landmark count of ``features="nystroem"``: every row up to
     :data:`NYSTROEM_ALL_ROWS` (the Nyström machine is then the exact kernel
-    machine, up to the jitter), else the larger of that and the Fourier
-    default (:func:`primal_features`, ~16 sqrt(n): Falkon's O(sqrt(n))
-    landmarks, Rudi et al. 2017); past ~131 k rows the 2 GiB bound on the
-    feature matrix lowers the 4096 floor."""
+    machine, up to the jitter), else ~``NYSTROEM_SQRT_FACTOR sqrt(n)``
+    (Falkon's O(sqrt(n)) landmarks, Rudi et al. 2017; a multiple of 32, as a
+    ``max_features`` budget is) and never fewer than that floor or the Fourier
+    default (:func:`primal_features`, ~16 sqrt(n)).
+
+    The growth stops where ``features="auto"`` would stop choosing Nyström:
+    the n x m feature matrix within 2 GiB (past ~131 k rows that bound lowers
+    the 4096 floor too) and the m x d landmarks within 2^26 entries. The
+    factor is 1.5x the Fourier one because a landmark is worth more than a
+    random frequency (MNIST: 1 376 of each, 7.30 against 10.02 %)."""
     n = max(int(n_rows), 1)
     held = HELD_FEATURE_BYTES // (4 * n)  # the Fourier rule's 2 GiB bound
-    return min(n, max(min(NYSTROEM_ALL_ROWS, held),
+    grow = min(int(NYSTROEM_SQRT_FACTOR * math.sqrt(n)), held,
+               _NYSTROEM_MAX_ENTRIES // max(int(n_features_in), 1)) // 32 * 32
+    return min(n, max(min(NYSTROEM_ALL_ROWS, held), grow,
                       primal_features(n, 32, n_features_in)))
 
 
