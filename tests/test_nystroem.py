@@ -248,3 +248,40 @@ def test_landmarks_take_the_first_set_up_to_half():
         Z, nystroem_landmarks((X[:10], None), (X[10:], None), 40, seed=3))
     Z = nystroem_landmarks((X, first), (X, rest), 12, seed=3)
     assert (Z[:6, 0] < 10).all() and (Z[6:, 0] >= 10).all()
+
+
+@pytest.mark.parametrize("n,d", [(550, 50), (2200, 8), (4096, 784),
+                                 (4097, 784), (49990, 22), (61000, 784),
+                                 (80000, 784), (200000, 28), (61000, 20000)])
+def test_landmark_rule_keeps_the_basis_and_small_sets(n, d):
+    """The default landmark count: every row up to NYSTROEM_ALL_ROWS (the
+    pipeline's sets: g50c, cod-rna's 200 + 2 000 rows), never fewer than the
+    Fourier rule, and where it grows past 4 096 it stays within the bounds of
+    features="auto" (a larger count never turns the basis to Fourier)."""
+    from weakkernels._dsg import (
+        NYSTROEM_ALL_ROWS,
+        nystroem_size,
+        primal_features,
+        resolve_basis,
+    )
+
+    m = nystroem_size(n, d)
+    if n <= NYSTROEM_ALL_ROWS:
+        assert m == n
+        return
+    held = (1 << 31) // (4 * n)
+    assert m >= max(min(NYSTROEM_ALL_ROWS, held), primal_features(n, 32, d))
+    if m > NYSTROEM_ALL_ROWS:
+        assert m % 32 == 0  # a max_features budget of the same count
+        assert resolve_basis("auto", "lbfgs", "rbf", n, d, m) == "nystroem"
+
+
+def test_landmark_rule_at_the_measured_mnist_size():
+    """MNIST, paper 004's protocol at U = 60 000 (61 000 rows): the count the
+    committed rows of benchmarks/results/scale_accuracy/mnist.csv were
+    measured with (``tsgs3vm_f5920``); it grows with n."""
+    from weakkernels._dsg import nystroem_size
+
+    assert nystroem_size(61000, 784) == 5920
+    sizes = [nystroem_size(n, 784) for n in (5000, 20000, 40000, 61000)]
+    assert sizes == sorted(sizes) and sizes[0] < sizes[-1]

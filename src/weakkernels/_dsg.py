@@ -241,9 +241,13 @@ PRIMAL_CHUNK_ROWS = 2048
 # beyond, every product regenerates the features chunk by chunk from the
 # seeded frequencies (O(chunk x D) memory, twice the arithmetic per pass).
 PRIMAL_CACHE_FRACTION = 0.25
-# 1 GiB: MNIST's 61 000 rows x 4 096 features fit; a 10^7-row fit stays near
-# 2 GB resident (at 4 GiB its 10^6-row level was held: 4.4 GB peak RSS)
-PRIMAL_CACHE_MAX_BYTES = 1 << 30
+# 2 GiB, the HELD_FEATURE_BYTES bound of the default feature counts: MNIST's
+# 61 000 rows x 5 920 Nystroem landmarks (1.4 GB) are held -- streamed, every
+# pass regenerates k(X, Z) L^-T at m (d + m) per row, minutes per iteration.
+# A 10^7-row fit (1 024 features) holds the same levels as at 1 GiB (its
+# 262 144-row level is 1 GiB, the next 4 GiB: at 4 GiB it held that one and
+# peaked at 4.4 GB RSS)
+PRIMAL_CACHE_MAX_BYTES = 1 << 31
 # L-BFGS iterations on a level past level 0 whose feature matrix exceeds
 # HELD_FEATURE_BYTES (in float32; a constant, not the machine's memory, so
 # the model does not depend on where it is fitted). Such a level is usually
@@ -363,6 +367,10 @@ def primal_features(n_rows: int, block_size: int, n_features_in: int = 1) -> int
 # ---------------------------------------------------------------------------
 # features="nystroem" holds every training row as a landmark up to this many
 NYSTROEM_ALL_ROWS = 4096
+# beyond, ~24 sqrt(n) landmarks (see nystroem_size): 5 920 at MNIST's 61 000
+# rows, where 4 096 left paper 004's Table 1.5 bar (6.0 %) missed on two of
+# three seeds (BENCHMARKS.md, "Multiclass defaults")
+NYSTROEM_SQRT_FACTOR = 24
 # features="auto" uses Nyström up to this many landmark entries (m x d)
 _NYSTROEM_MAX_ENTRIES = 1 << 26
 # The ``features`` parameter of every estimator with a fixed expansion.
@@ -372,13 +380,21 @@ BASIS_CONSTRAINTS = {"features": [StrOptions({"auto", "fourier", "nystroem"})]}
 def nystroem_size(n_rows: int, n_features_in: int) -> int:
     """Default landmark count of ``features="nystroem"``: every row up to
     :data:`NYSTROEM_ALL_ROWS` (the Nyström machine is then the exact kernel
-    machine, up to the jitter), else the larger of that and the Fourier
-    default (:func:`primal_features`, ~16 sqrt(n): Falkon's O(sqrt(n))
-    landmarks, Rudi et al. 2017); past ~131 k rows the 2 GiB bound on the
-    feature matrix lowers the 4096 floor."""
+    machine, up to the jitter), else ~``NYSTROEM_SQRT_FACTOR sqrt(n)``
+    (Falkon's O(sqrt(n)) landmarks, Rudi et al. 2017; a multiple of 32, as a
+    ``max_features`` budget is) and never fewer than that floor or the Fourier
+    default (:func:`primal_features`, ~16 sqrt(n)).
+
+    The growth stops where ``features="auto"`` would stop choosing Nyström:
+    the n x m feature matrix within 2 GiB (past ~131 k rows that bound lowers
+    the 4096 floor too) and the m x d landmarks within 2^26 entries. The
+    factor is 1.5x the Fourier one because a landmark is worth more than a
+    random frequency (MNIST: 1 376 of each, 7.30 against 10.02 %)."""
     n = max(int(n_rows), 1)
     held = HELD_FEATURE_BYTES // (4 * n)  # the Fourier rule's 2 GiB bound
-    return min(n, max(min(NYSTROEM_ALL_ROWS, held),
+    grow = min(int(NYSTROEM_SQRT_FACTOR * math.sqrt(n)), held,
+               _NYSTROEM_MAX_ENTRIES // max(int(n_features_in), 1)) // 32 * 32
+    return min(n, max(min(NYSTROEM_ALL_ROWS, held), grow,
                       primal_features(n, 32, n_features_in)))
 
 
