@@ -15,7 +15,8 @@ estimator that every solver would share), no annealing. The features are the
 estimator's own Nystroem features (:class:`weakkernels.random_features.
 NystromSpec` on its seeded landmarks, :func:`weakkernels._dsg.
 nystroem_landmarks`). Two problems per data set: ``C* = 0`` (convex: the
-supervised machine) and paper 004's ``C* = C n_l / n_u`` (non-convex). All
+supervised machine, on the labeled rows only -- the estimator skips an unused
+set) and paper 004's ``C* = C n_l / n_u`` (non-convex, every row). All
 solvers start from ``v = 0, b = 0``; ``F*`` is the lowest value any solver
 reached (a long L-BFGS run on every row, ``lbfgs-reference``, is among
 them), so a gap is "how far from the best known point", not from a
@@ -54,10 +55,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from weakkernels._dsg import (  # noqa: E402
-    PRIMAL_GROWTH,
-    PRIMAL_START_ROWS,
     nystroem_landmarks,
     nystroem_size,
+    primal_levels,
     resolve_sigma,
 )
 from weakkernels.random_features import NystromSpec  # noqa: E402
@@ -136,19 +136,21 @@ def lbfgs(F, z0, *, max_iter, rows=None, gtol=1e-5, trace=None):
 
 
 def growing(F, z0, seed, *, max_iter, trace):
-    """L-BFGS on nested seeded samples of 4096, x4, ... rows, then all,
-    each level warm-started from the last (TSGS3VM's level schedule, with
-    one sample over the concatenated sets instead of one per set)."""
-    perm = np.random.default_rng(seed).permutation(F.n)
-    m, z, gtol = PRIMAL_START_ROWS, z0, None
-    while True:
-        rows = None if m >= F.n else np.sort(perm[:m])
-        if gtol is None:  # the estimator's tol, relative to the first gradient
+    """L-BFGS on the estimator's levels (:func:`weakkernels._dsg.
+    primal_levels`: nested seeded samples of each point set, 4096 rows, x4
+    per level, then every row), each level warm-started from the last, the
+    estimator's tolerance relative to the first gradient."""
+    z, gtol = z0, None
+    for level in primal_levels((F.n_l, F.n - F.n_l), seed):
+        full = all(i is None for i in level)
+        rows = None if full else np.concatenate([
+            np.arange(n0, n0 + n) if i is None else n0 + i
+            for i, n0, n in zip(level, (0, F.n_l), (F.n_l, F.n - F.n_l),
+                                strict=True)])
+        if gtol is None:
             gtol = TOL * np.abs(F(z, rows)[1]).max()
         z = lbfgs(F, z, max_iter=max_iter, rows=rows, trace=trace, gtol=gtol)
-        if rows is None:
-            return z
-        m *= PRIMAL_GROWTH
+    return z
 
 
 def smoothness(F, iters=20):
@@ -274,6 +276,9 @@ def main(argv=None):
                     help="SVRG step grid, in units of 1 / L (the curvature bound)")
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--reference-iter", type=int, default=1000)
+    ap.add_argument("--solvers", default=None,
+                    help="comma-separated subset to (re-)run; their rows replace "
+                    "the same solvers' rows of the existing CSV, gaps recomputed")
     ap.add_argument("--summarize", metavar="CSV", default=None,
                     help="only rewrite the summary of a written result CSV")
     a = ap.parse_args(argv)
@@ -294,48 +299,59 @@ def main(argv=None):
                         for i in range(0, n, 8192)])
     print(f"{a.dataset}: n = {n} ({n_l} labeled), m = {P.shape[1]} features, "
           f"features {time.process_time() - t0:.1f} s CPU", flush=True)
+    only = set(a.solvers.split(",")) if a.solvers else None
     rows = []
-    for problem, C_star in (("C*=0", 0.0), ("C*=C n_l/n_u", a.C * n_l / (n - n_l))):
-        curves = {}
-
-        def run(name, fn, step="", C_star=C_star, curves=curves, problem=problem):
-            pts = trace_solver(Primal(P, y, n_l, a.C, C_star), fn)
-            curves[(name, step)] = pts
+    problems = (("C*=0", 0.0, n_l), ("C*=C n_l/n_u", a.C * n_l / (n - n_l), n))
+    for problem, C_star, n_p in problems:
+        runs = [
+            ("lbfgs-all-rows", "", lambda F, z, tr: lbfgs(
+                F, z, max_iter=300, trace=tr, gtol=TOL * np.abs(F(z)[1]).max())),
+            # a long run on every row, to find the best known F of the problem
+            ("lbfgs-reference", "", lambda F, z, tr: lbfgs(
+                F, z, max_iter=a.reference_iter, trace=tr, gtol=1e-12)),
+            ("lbfgs-growing", "", lambda F, z, tr: growing(
+                F, z, a.seed, max_iter=300, trace=tr))]
+        runs += [("svrg", step, lambda F, z, tr, step=step: svrg(
+            F, z, a.seed, step=step, epochs=a.epochs, batch=256, trace=tr))
+            for step in map(float, a.steps.split(","))]
+        runs.append(("newton-cg-subsampled", "", lambda F, z, tr: newton_cg(
+            F, z, a.seed, iters=30, frac=0.1, cg_iters=20, trace=tr)))
+        for name, step, fn in runs:
+            if only is not None and name not in only:
+                continue
+            # C* = 0 reads the labeled rows only (as the estimator skips an
+            # unused set): its passes are over those rows
+            pts = trace_solver(Primal(P[:n_p], y[:n_p], n_l, a.C, C_star), fn)
             print(f"  {problem:14s} {name:22s} {str(step):8s} passes "
                   f"{pts[-1][0]:8.1f}  {pts[-1][1]:7.1f} s  F = {pts[-1][2]:.6g}",
                   flush=True)
-
-        run("lbfgs-all-rows", lambda F, z, tr: lbfgs(
-            F, z, max_iter=300, trace=tr,
-            gtol=TOL * np.abs(F(z)[1]).max()))
-        # a long run on every row, to find the best known F of the problem
-        run("lbfgs-reference", lambda F, z, tr: lbfgs(
-            F, z, max_iter=a.reference_iter, trace=tr, gtol=1e-12))
-        run("lbfgs-growing", lambda F, z, tr: growing(F, z, a.seed, max_iter=300,
-                                                      trace=tr))
-        for step in map(float, a.steps.split(",")):
-            run("svrg", lambda F, z, tr, step=step: svrg(
-                F, z, a.seed, step=step, epochs=a.epochs, batch=256, trace=tr),
-                step)
-        run("newton-cg-subsampled", lambda F, z, tr: newton_cg(
-            F, z, a.seed, iters=30, frac=0.1, cg_iters=20, trace=tr))
-        best = min(p[2] for pts in curves.values() for p in pts
-                   if np.isfinite(p[2]))
-        for (name, step), pts in curves.items():
-            for passes, sec, val in pts:
-                rows.append({"dataset": a.dataset, "n_rows": n,
-                             "features": P.shape[1], "problem": problem,
-                             "solver": name, "step": step,
-                             "passes": round(passes, 3), "seconds": round(sec, 3),
-                             "objective": val,
-                             "gap": (val - best) / max(abs(best), 1e-12)})
+            rows += [{"dataset": a.dataset, "n_rows": n_p, "features": P.shape[1],
+                      "problem": problem, "solver": name, "step": step,
+                      "passes": round(passes, 3), "seconds": round(sec, 3),
+                      "objective": val}
+                     for passes, sec, val in pts]
     OUT.mkdir(parents=True, exist_ok=True)
     tag = a.dataset if a.dataset != "synthetic" else f"synthetic{n}"
     path = OUT / f"{tag}.csv"
+    if only is not None:  # keep the other solvers' rows of the last full run
+        rows = [r for r in csv.DictReader(path.open())
+                if r["solver"] not in only] + rows
+    rows = with_gaps(rows)
     _write(path, COLUMNS, rows)
     _write(OUT / f"{tag}_summary.csv", SUMMARY, summarize(rows))
     _plot(rows, OUT / f"{tag}.png", tag)
     print(f"wrote {path}")
+
+
+def with_gaps(rows):
+    """Each row's relative gap to the lowest finite F of its problem."""
+    best = {}
+    for r in rows:
+        v = float(r["objective"])
+        if np.isfinite(v):
+            best[r["problem"]] = min(best.get(r["problem"], np.inf), v)
+    return [r | {"gap": (float(r["objective"]) - best[r["problem"]])
+                 / max(abs(best[r["problem"]]), 1e-12)} for r in rows]
 
 
 def _write(path, columns, rows):
@@ -384,11 +400,11 @@ def _plot(rows, path, title):
             pts = [r for r in rows if r["problem"] == prob
                    and (r["solver"], r["step"]) == key]
             label = key[0] + (f" step {key[1]}" if key[1] != "" else "")
-            gap = [max(r["gap"], 1e-9) for r in pts]
-            axes[i, 0].loglog([max(r["passes"], 1e-2) for r in pts], gap, ".-",
-                              label=label)
-            axes[i, 1].loglog([max(r["seconds"], 1e-2) for r in pts], gap, ".-",
-                              label=label)
+            gap = [max(float(r["gap"]), 1e-9) for r in pts]
+            axes[i, 0].loglog([max(float(r["passes"]), 1e-2) for r in pts], gap,
+                              ".-", label=label)
+            axes[i, 1].loglog([max(float(r["seconds"]), 1e-2) for r in pts], gap,
+                              ".-", label=label)
         axes[i, 0].set(xlabel="passes over the rows", ylabel="relative gap to best F",
                        title=f"{title}, {prob}")
         axes[i, 1].set(xlabel="CPU seconds", title=f"{title}, {prob}")
