@@ -452,20 +452,25 @@ def resolve_basis(features: str, solver: str, kernel: str, n_rows: int,
     return "fourier"
 
 
-def nystroem_basis(features: str, *, solver: str, kernel: str, sigma: float,
-                   first, rest, m, dtype, seed: int) -> NystromSpec | None:
-    """The :class:`NystromSpec` of an expansion whose ``features`` resolve to
-    Nyström (:func:`resolve_basis`), else None (the caller's seeded Fourier
-    spec). ``first`` / ``rest``: the point sets of
-    :func:`nystroem_landmarks`; ``m``: the feature budget, None for the
-    default :func:`nystroem_size` of all their rows."""
+def expansion_basis(features: str, *, solver: str, kernel: str, sigma: float,
+                    degree, coef0, first, rest, m, block_size: int,
+                    max_blocks: int, dtype, seed: int):
+    """The basis of a fixed expansion: ``(spec, block_size, max_blocks,
+    kind)``. Where ``features`` resolve to Nyström (:func:`resolve_basis`)
+    the :class:`NystromSpec` on :func:`nystroem_landmarks` of ``first`` /
+    ``rest`` (one block of all its features), else the seeded Fourier
+    :class:`FeatureSpec` of ``max_blocks`` blocks of ``block_size``. ``m``:
+    the feature budget, None for the default :func:`nystroem_size` of all
+    the rows."""
     n = _set_rows(first) + _set_rows(rest)
     d = first[0].shape[1]
     m = nystroem_size(n, d) if m is None else int(m)
     if resolve_basis(features, solver, kernel, n, d, m) != "nystroem":
-        return None
-    return NystromSpec(kernel, sigma, nystroem_landmarks(first, rest, m, seed),
+        return (FeatureSpec(kernel, sigma, degree, coef0, d, block_size, seed,
+                            dtype), block_size, max_blocks, "fourier")
+    spec = NystromSpec(kernel, sigma, nystroem_landmarks(first, rest, m, seed),
                        dtype, seed)
+    return spec, spec.block_size, 1, "nystroem"
 
 
 def resolve_sigma(sigma, X) -> float:

@@ -57,10 +57,10 @@ from weakkernels._dsg import (
     Problem,
     callback_monitor,
     default_blocks,
+    expansion_basis,
     expansion_state,
     fit_expansion,
     iteration_budget,
-    nystroem_basis,
     resolve_sigma,
     seeded_sample,
     set_expansion_state,
@@ -73,7 +73,6 @@ from weakkernels._validation import (
     validate_semi_supervised,
 )
 from weakkernels.random_features import (
-    FeatureSpec,
     NystromSpec,
     as_compute_rows,
     blas_single_thread,
@@ -518,20 +517,12 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
             self.solver, (n_p, n_n, n_u), self.max_features, B, X.shape[1])
         # Nyström landmarks: the labeled rows (positives and negatives) first,
         # up to half, then unlabeled ones
-        spec = nystroem_basis(
+        spec, B, max_blocks, self.features_ = expansion_basis(
             self.features, solver=self.solver, kernel=self.kernel,
-            sigma=self.sigma_, first=(X, np.flatnonzero(labeled)),
-            rest=(X, idx_u),
+            sigma=self.sigma_, degree=self.degree, coef0=self.coef0,
+            first=(X, np.flatnonzero(labeled)), rest=(X, idx_u),
             m=None if self.max_features is None else B * max_blocks,
-            dtype=dtype, seed=seed)
-        self.features_ = "fourier" if spec is None else "nystroem"
-        if spec is None:
-            spec = FeatureSpec(
-                self.kernel, self.sigma_, self.degree, self.coef0, X.shape[1], B,
-                seed, dtype,
-            )
-        else:
-            B, max_blocks = spec.block_size, 1
+            block_size=B, max_blocks=max_blocks, dtype=dtype, seed=seed)
         T = iteration_budget(self.solver, self.max_iter, self.n_passes, n_u,
                              self.batch_size, self.min_iter)
         # Fixed unlabeled sample for the threshold (identical at every callback).

@@ -44,10 +44,10 @@ from weakkernels._dsg import (
     Problem,
     callback_monitor,
     default_blocks,
+    expansion_basis,
     expansion_state,
     fit_expansion,
     iteration_budget,
-    nystroem_basis,
     resolve_sigma,
     seeded_sample,
     set_expansion_state,
@@ -62,7 +62,6 @@ from weakkernels._validation import (
     validate_semi_supervised,
 )
 from weakkernels.random_features import (
-    FeatureSpec,
     NystromSpec,
     as_compute_rows,
     blas_single_thread,
@@ -301,19 +300,12 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
         self.seed_ = seed
         sgd = self.solver == "sgd"
         B, max_blocks = self._layout(X.shape[0], (n_l, n_u), X.shape[1])
-        spec = nystroem_basis(
+        spec, B, max_blocks, self.features_ = expansion_basis(
             self.features, solver=self.solver, kernel=self.kernel,
-            sigma=self.sigma_, first=(X, np.flatnonzero(labeled)),
-            rest=(X, idx_u), m=B * max_blocks if self._features_given() else None,
-            dtype=dtype, seed=seed)
-        self.features_ = "fourier" if spec is None else "nystroem"
-        if spec is None:
-            spec = FeatureSpec(
-                self.kernel, self.sigma_, self.degree, self.coef0, X.shape[1], B,
-                seed, dtype,
-            )
-        else:
-            B, max_blocks = spec.block_size, 1
+            sigma=self.sigma_, degree=self.degree, coef0=self.coef0,
+            first=(X, np.flatnonzero(labeled)), rest=(X, idx_u),
+            m=B * max_blocks if self._features_given() else None,
+            block_size=B, max_blocks=max_blocks, dtype=dtype, seed=seed)
         T = iteration_budget(self.solver, self.max_iter, self.n_passes, n_u,
                              self.batch_size)
         schedule = SCHEDULES[self.learning_rate]

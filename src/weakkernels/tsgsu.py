@@ -74,9 +74,9 @@ from weakkernels._dsg import (
     callback_monitor,
     check_feature_memory,
     default_blocks,
+    expansion_basis,
     expansion_state,
     fit_expansion,
-    nystroem_basis,
     resolve_sigma,
     seeded_sample,
     set_expansion_state,
@@ -95,7 +95,6 @@ from weakkernels._validation import (
 )
 from weakkernels.class_prior import estimate_class_prior
 from weakkernels.random_features import (
-    FeatureSpec,
     NystromSpec,
     blas_single_thread,
     seed_from_random_state,
@@ -722,19 +721,13 @@ class TSGSU(_SUBase):
             XS.shape[1])
         # Nyström landmarks: the pair rows first (up to half), as the labeled
         # rows of the S3VM: the points the risk weighs individually
-        spec = nystroem_basis(
+        spec, B, max_blocks, self.features_ = expansion_basis(
             self.features, solver=self.solver, kernel=self.kernel,
-            sigma=self.sigma_, first=(XS, None), rest=(XU, None),
+            sigma=self.sigma_, degree=self.degree, coef0=self.coef0,
+            first=(XS, None), rest=(XU, None),
             m=None if self.max_features is None else B * max_blocks,
-            dtype=np.dtype(self.dtype), seed=seed)
-        self.features_ = "fourier" if spec is None else "nystroem"
-        if spec is None:
-            spec = FeatureSpec(
-                self.kernel, self.sigma_, self.degree, self.coef0, XS.shape[1], B,
-                seed, np.dtype(self.dtype),
-            )
-        else:
-            B, max_blocks = spec.block_size, 1
+            block_size=B, max_blocks=max_blocks, dtype=np.dtype(self.dtype),
+            seed=seed)
         prior, loss_name, corr = self.prior_, self.loss, self.correction
         self.risk_curve_ = []
 
