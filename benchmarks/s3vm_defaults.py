@@ -51,6 +51,11 @@ VARIANTS = {
     "unlabeled_loss=shg": {"unlabeled_loss": "shg"},
     "unlabeled_loss=ramp": {"unlabeled_loss": "ramp"},
     "features=fourier": {"features": "fourier"},
+    # paper 004's symmetric ramp minimised by its concave-convex procedure, in
+    # the primal of the fixed expansion (no annealing: see the estimator)
+    "unlabeled_loss=ramp_cccp": {"unlabeled_loss": "ramp_cccp"},
+    "unlabeled_loss=ramp_cccp + balance=mean": {"unlabeled_loss": "ramp_cccp",
+                                                "balance": "mean"},
 }
 
 

@@ -263,6 +263,15 @@ def primal_cache_bytes() -> int:
                    PRIMAL_CACHE_FRACTION * available_memory()))
 
 
+# A loss with a concave part (Problem.majorize) is minimised by the
+# concave-convex procedure: each stage alternates re-linearising the concave
+# part at the current outputs and an L-BFGS solve of the convex majorant, from
+# the previous solution, until at most CCCP_TOL of the slopes move (paper
+# 004's "until the linearisation does not change", with a tolerance because
+# smoothed hinges give continuous slopes) or CCCP_MAX_STEPS solves.
+CCCP_TOL = 1e-3
+CCCP_MAX_STEPS = 20
+
 # solver="lbfgs" with annealing solves these C*-fractions in turn, each from the
 # previous solution (the unlabeled loss is non-convex: a small C* first lets the
 # labeled points place the boundary, as S3VMlight, nabla-TSVM and QN-S3VM do).
@@ -549,12 +558,22 @@ class Problem:
         L-BFGS only: the set whose outputs under the returned machine the
         caller reads (``Expansion.balance_outputs``, e.g. to warn when every
         unlabeled row gets one class); None: no final pass over the data.
+    majorize : callable ``majorize(f, rows) -> float`` or None
+        L-BFGS only: a loss with a concave part on set ``outputs_on``,
+        minimised by the concave-convex procedure (paper 004 Algorithm 1.3).
+        Before each solve of an annealing stage with ``w > 0`` the solver
+        hands it the outputs ``f`` of that set's rows ``rows`` (the current
+        level's sample; None: all rows); it re-linearises the concave part
+        there and returns the fraction of its slopes that moved. The stage
+        ends when that fraction is at most :data:`CCCP_TOL`, or after
+        :data:`CCCP_MAX_STEPS` solves.
     """
 
     def __init__(self, sets, n_outputs, loss, *, lam=1.0, intercept="none",
                  balance=None, balance_set=1, balance_target=None, uses=None,
-                 pointwise=None, outputs_on=None):
+                 pointwise=None, outputs_on=None, majorize=None):
         self.sets = sets
+        self.majorize = majorize
         self.outputs_on = outputs_on
         self.uses = uses
         self.pointwise = pointwise
@@ -1073,12 +1092,21 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
                 iters = int(max_iter)
                 if k > 0 and cur["rows"] * D * 4 > HELD_FEATURE_BYTES:
                     iters = min(iters, PRIMAL_LARGE_LEVEL_MAX_ITER)
-                res = minimize(
-                    objective, z, args=(w,), jac=True, method="L-BFGS-B",
-                    options={"maxiter": iters, "gtol": gtol, "ftol": 1e-12},
-                )
-                z = res.x
-                n_iter += int(res.nit)
+                mm = problem.majorize is not None and w > 0
+                for step in range(CCCP_MAX_STEPS if mm else 1):
+                    if mm:
+                        s_mm = problem.outputs_on
+                        v, b = unpack(z)
+                        moved = problem.majorize(outputs(s_mm, v, b),
+                                                 cur["idx"][s_mm])
+                        if step > 0 and moved <= CCCP_TOL:
+                            break
+                    res = minimize(
+                        objective, z, args=(w,), jac=True, method="L-BFGS-B",
+                        options={"maxiter": iters, "gtol": gtol, "ftol": 1e-12},
+                    )
+                    z = res.x
+                    n_iter += int(res.nit)
                 curve.append(float(res.fun))
                 v, b = unpack(z)
                 check_divergence(v, "C (the problem is too badly scaled)")

@@ -68,7 +68,7 @@ from weakkernels.random_features import (
     seed_from_random_state,
 )
 
-UNLABELED_LOSSES = ("shg", "sshg", "ramp", "da")
+UNLABELED_LOSSES = ("shg", "sshg", "ramp", "da", "ramp_cccp")
 
 
 def unlabeled_loss(name: str, f: np.ndarray, s: float = -0.3) -> np.ndarray:
@@ -79,8 +79,16 @@ def unlabeled_loss(name: str, f: np.ndarray, s: float = -0.3) -> np.ndarray:
     * ``"ramp"`` symmetric ramp ``R_s(f) + R_s(-f)``, ``R_s = H_1 - H_s``,
       ``H_s(z) = max(0, s - z)`` (Table 2 with paper 004 Eq. 1.11's symmetric
       form; ``s < 0`` gives the flat top on ``|f| < -s``);
-    * ``"da"``   ``exp(-5 f^2)``, the differentiable approximation to SSHG.
+    * ``"da"``   ``exp(-5 f^2)``, the differentiable approximation to SSHG;
+    * ``"ramp_cccp"`` the symmetric ramp with both hinges smoothed as
+      ``loss="smooth_hinge"`` (``R_s = S_1 - S_s``, ``S_a(z)`` the smooth hinge
+      at margin ``a``; bounded, ``1 - s`` for ``z << s``), which the L-BFGS
+      solver minimises by the concave-convex procedure
+      (:func:`ramp_cccp_slope`).
     """
+    if name == "ramp_cccp":
+        return (_smooth_hinge_at(f, 1.0) - _smooth_hinge_at(f, s)
+                + _smooth_hinge_at(-f, 1.0) - _smooth_hinge_at(-f, s))
     a = np.abs(f)
     if name == "shg":
         return np.maximum(0.0, 1.0 - a)
@@ -113,7 +121,35 @@ def unlabeled_loss_grad(name: str, f: np.ndarray, s: float = -0.3) -> np.ndarray
         )
     if name == "da":
         return -10.0 * f * np.exp(-5.0 * f * f)
+    if name == "ramp_cccp":
+        return (_smooth_hinge_grad_at(f, 1.0) - _smooth_hinge_grad_at(f, s)
+                - _smooth_hinge_grad_at(-f, 1.0) + _smooth_hinge_grad_at(-f, s))
     raise ValueError(f"unknown unlabeled loss {name!r}")
+
+
+def _smooth_hinge_at(f: np.ndarray, a: float) -> np.ndarray:
+    """The smooth hinge at margin ``a``: ``loss="smooth_hinge"`` of ``f - a + 1``."""
+    return labeled_loss("smooth_hinge", f - a + 1.0)
+
+
+def _smooth_hinge_grad_at(f: np.ndarray, a: float) -> np.ndarray:
+    """``d/df`` of :func:`_smooth_hinge_at`."""
+    return labeled_loss_grad("smooth_hinge", f - a + 1.0)
+
+
+def ramp_cccp_convex(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The convex part of ``unlabeled_loss="ramp_cccp"``, ``S_1(f) + S_1(-f)``,
+    and its derivative (paper 004 Eq. 1.11's ``H_1`` terms, smoothed)."""
+    return (_smooth_hinge_at(f, 1.0) + _smooth_hinge_at(-f, 1.0),
+            _smooth_hinge_grad_at(f, 1.0) - _smooth_hinge_grad_at(-f, 1.0))
+
+
+def ramp_cccp_slope(f0: np.ndarray, s: float) -> np.ndarray:
+    """The slope ``beta`` of the linearised concave part of ``"ramp_cccp"`` at
+    the outputs ``f0``: ``-S_s(f) - S_s(-f) ~ beta f`` + const, with
+    ``beta = -S_s'(f0) + S_s'(-f0)`` (paper 004 Eq. 1.12 / Algorithm 1.3's
+    ``beta``, one per unlabeled point and output)."""
+    return -_smooth_hinge_grad_at(f0, s) + _smooth_hinge_grad_at(-f0, s)
 
 
 # unlabeled_loss="auto" / balance="auto" -> (binary, one-vs-rest) choice.
@@ -323,6 +359,28 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
             )
         balance = _BALANCE[self.balance_]
         lname, uname = self.loss, self.unlabeled_loss_
+        cccp = uname == "ramp_cccp"
+        if sgd and cccp:
+            raise ValueError('unlabeled_loss="ramp_cccp" needs solver="lbfgs" '
+                             "(its concave-convex steps are L-BFGS solves).")
+        if cccp and hasattr(X, "primal_set"):
+            # a Dask point set ships its loss to the workers once: the slopes
+            # the solver re-linearises would not follow
+            raise NotImplementedError(
+                'unlabeled_loss="ramp_cccp" is not available on Dask inputs.')
+        # ramp_cccp: the slope of the linearised concave part per unlabeled
+        # row and output, set by the solver at each concave-convex step
+        slope = np.zeros((n_u, K)) if cccp else None
+
+        def majorize(f, rows):
+            """Re-linearise the concave part at the outputs ``f`` of the
+            unlabeled ``rows``; the fraction of slopes (in [-1, 1]) that moved
+            by more than 1 % of their range."""
+            rows = np.arange(n_u) if rows is None else rows
+            new = ramp_cccp_slope(f, self.s)
+            moved = float(np.mean(np.abs(new - slope[rows]) > 0.02))
+            slope[rows] = new
+            return moved
 
         def pointwise(s, f, rows, m, w):
             """Eq. (1) with C and C* on sums (scikit-learn's SVC convention):
@@ -335,6 +393,13 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
                 return (k * labeled_loss(lname, margin).sum(),
                         k * labeled_loss_grad(lname, margin) * YL)
             k = C_star * w * n_u / m
+            if cccp:
+                # the convex majorant of paper 004 Eq. 1.12 at the last
+                # linearisation: convex part + slope * f (the objective up
+                # to a constant that does not depend on f)
+                val, grad = ramp_cccp_convex(f)
+                b = slope[rows]
+                return k * (val.sum() + float(np.sum(b * f))), k * (grad + b)
             return (k * unlabeled_loss(uname, f, self.s).sum(),
                     k * unlabeled_loss_grad(uname, f, self.s))
 
@@ -351,7 +416,7 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
             balance_target=_ANCHORS[balance](r) if balance in _ANCHORS and not sgd
             else r,
             uses=lambda w: [True, w * C_star > 0], pointwise=pointwise,
-            outputs_on=1,
+            outputs_on=1, majorize=majorize if cccp else None,
         )
         monitor = callback_monitor(
             self, lambda model, b: self._set_model_state(model, X, idx_u, r, seed, b)
@@ -360,7 +425,10 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
             problem, spec, solver=self.solver, max_blocks=max_blocks, n_iter=T,
             batch_size=self.batch_size,
             step=lambda t, T: step_size(schedule, eta0, t, T),
-            anneal=float(self.anneal), tol=float(self.tol), seed=seed,
+            # the concave-convex steps are their own continuation from the
+            # supervised start: the C*-fraction stages cost g241n 3.8 pp
+            anneal=0.0 if cccp else float(self.anneal), tol=float(self.tol),
+            seed=seed,
             monitor=monitor, monitor_every=self.callback_every,
         )
         self.n_iter_ = result.n_iter
