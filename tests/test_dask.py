@@ -265,3 +265,12 @@ def test_benchmark_harness_jobs_on_dask_give_the_local_rows(client, tmp_path):
     assert [r["status"] for r in local] == [
         "ok", "time budget", "ok", "skipped (time budget at n_u=300, seed 0)"]
     assert [stable(r) for r in remote] == [stable(r) for r in local]
+
+
+def test_ramp_cccp_is_refused_on_dask_inputs(client):
+    """The concave-convex slopes live on the client; a Dask point set ships
+    its loss to the workers once, so the fit would use stale slopes."""
+    X, y = _semi()
+    Xd, yd = _dask(X, y, sparse=False)
+    with pytest.raises(NotImplementedError, match="ramp_cccp"):
+        TSGS3VM(unlabeled_loss="ramp_cccp", **_OPT).fit(Xd, yd)

@@ -574,14 +574,23 @@ _SHARED_PARAMS_DOC = """C : float, default=1.0
         g50c), 0.2 pp behind on cod-rna at C = 10 and 7 pp ahead at C = 1
         (BENCHMARKS.md, "Accuracy at scale" and "Convergence and defaults").
         Use "hinge" with ``solver="sgd"`` for the paper as printed.
-    unlabeled_loss : {"auto", "da", "shg", "sshg", "ramp"}, default="auto"
+    unlabeled_loss : {"auto", "da", "shg", "sshg", "ramp", "ramp_cccp"}, \
+default="auto"
         Table 2 of paper 000 (see :func:`unlabeled_loss`); "da" is smooth.
         ``"auto"``: ``"da"`` for a binary problem, ``"shg"`` for one-vs-rest
         (with ``balance="auto"``; the pair measured on MNIST, SSL-book COIL
         and COIL-20, BENCHMARKS.md "Multiclass defaults"). The value used is
-        ``unlabeled_loss_``.
+        ``unlabeled_loss_``. ``"ramp_cccp"`` (``solver="lbfgs"``, not on Dask
+        inputs): paper 004's symmetric ramp with smoothed hinges, minimised
+        as CCCP-TSVM minimises it -- concave-convex steps (Algorithm 1.3),
+        each an L-BFGS solve of the convex majorant from the previous
+        solution, no annealing (``anneal`` is ignored): from the
+        supervised machine with an anchored balance (``"clipped"``,
+        ``"supervised"``), from the constant ``mean_L y`` with ``"mean"``.
+        On the SSL-book sets g241c / g241n it follows CCCP-TSVM where the
+        default falls to chance (BENCHMARKS.md, "SSL-book sets").
     s : float, default=-0.3
-        Ramp parameter (``unlabeled_loss="ramp"`` only).
+        Ramp parameter (``unlabeled_loss="ramp"`` and ``"ramp_cccp"``).
     solver : {"lbfgs", "sgd"}, default="lbfgs"
         ``"sgd"`` is paper 000's Algorithm 1: triply stochastic functional
         gradient steps (labeled minibatch, unlabeled minibatch, fresh block
