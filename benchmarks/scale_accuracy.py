@@ -34,7 +34,8 @@ Methods (``--methods``, comma-separated):
   / ``_ny`` ``features="fourier"`` / ``"nystroem"``, ``_f<N>``
   ``max_features=N`` (Fourier features or Nyström landmarks; TSGS3VM only),
   ``_ushg`` / ``_uramp``
-  / ``_uda`` ``unlabeled_loss="shg"`` / ``"ramp"`` / ``"da"``, ``_mean`` /
+  / ``_uda`` / ``_ucccp`` ``unlabeled_loss="shg"`` / ``"ramp"`` / ``"da"`` /
+  ``"ramp_cccp"``, ``_mean`` /
   ``_clip`` ``balance="mean"`` (Eq. 1.13 as printed) / ``"clipped"`` (e.g.
   ``tsgs3vm_rff_sq_c0``; the default ``"auto"`` pair is ``"da"`` +
   ``"clipped"`` on binary sets, ``"shg"`` + ``"mean"`` on MNIST's one-vs-rest
@@ -180,6 +181,8 @@ def make(method: str, C: float, sigma: float, seed: int):
             kw["loss"] = "squared_hinge" if token == "sq" else "smooth_hinge"
         elif token in ("ushg", "uramp", "uda") and cls is not CCCPTSVM:
             kw["unlabeled_loss"] = token[1:]
+        elif token == "ucccp" and cls is not CCCPTSVM:
+            kw["unlabeled_loss"] = "ramp_cccp"
         elif token in ("mean", "clip") and cls is not CCCPTSVM:
             kw["balance"] = "mean" if token == "mean" else "clipped"
         elif token in ("rff", "ny"):
