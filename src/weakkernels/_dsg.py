@@ -1107,6 +1107,8 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
                     )
                     z = res.x
                     n_iter += int(res.nit)
+                # (a majorised loss records its last majorant: the objective
+                # up to a constant of the linearisation)
                 curve.append(float(res.fun))
                 v, b = unpack(z)
                 check_divergence(v, "C (the problem is too badly scaled)")
