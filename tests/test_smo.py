@@ -7,6 +7,7 @@ import pytest
 from scipy.optimize import minimize
 from sklearn.svm import SVC
 
+from weakkernels import _smo
 from weakkernels._smo import (
     STATUS_CONVERGED,
     STATUS_MAX_ITER,
@@ -215,3 +216,83 @@ def test_infeasible_start_is_rejected():
     A, B = bounds_from_margins(y, np.zeros(10), np.ones(10))
     with pytest.raises(ValueError, match="box"):
         kp.solve(np.arange(10), y, A, B, alpha=np.full(10, 2.0))
+
+
+def _scalar_passes(g, alpha, A, B, pov, diag_all, ri, rj, kii, gmax, lam):
+    """The active-set loops of ``_smo_solve`` over every variable, in Python:
+    WSS2 ``(j, gmin)``, then the gradient update and the next ``(i, gmax)``."""
+    gmin, best, j = np.inf, -np.inf, -1
+    for k in range(g.size):
+        if alpha[k] > A[k]:
+            gk = g[k]
+            if gk < gmin:
+                gmin = gk
+            diff = gmax - gk
+            if diff > 0.0:
+                pk = pov[k]
+                eta = kii + diag_all[pk] - 2.0 * ri[pk]
+                if eta <= 0.0:
+                    eta = _smo.TAU
+                val = diff * diff / eta
+                if val > best:
+                    best, j = val, k
+    g = g.copy()
+    ngmax, ni = -np.inf, -1
+    for k in range(g.size):
+        pk = pov[k]
+        g[k] -= lam * (ri[pk] - rj[pk])
+        if alpha[k] < B[k] and g[k] > ngmax:
+            ngmax, ni = g[k], k
+    return j, gmin, g, ni, ngmax
+
+
+def _bits(x):
+    return np.asarray(x, dtype=np.float64).view(np.int64)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_full_set_passes_equal_the_scalar_loops(seed):
+    # CCCP-TSVM's layout (labeled, unlabeled twice, x_0) with ties everywhere:
+    # duplicated base points give equal WSS2 gains, gradients are drawn from a
+    # few values (+0.0 and -0.0 among them), many variables sit at a bound.
+    rng = np.random.default_rng(seed)
+    L, U = 7, 11
+    m = L + U + 1
+    pov = np.r_[0:L, L:L + U, L:L + U, L + U].astype(np.int64)
+    n = pov.size
+    levels = np.array([-1.5, -0.0, 0.0, 0.25, 0.25, 1.0])
+    g = rng.choice(levels, n)
+    A = np.r_[rng.choice([-1.0, 0.0], n - 1), -np.inf]
+    B = np.r_[A[:-1] + 1.0, np.inf]
+    alpha = np.where(rng.random(n) < 0.4, A, np.where(rng.random(n) < 0.5, B, A + 0.5))
+    alpha[-1] = 0.3
+    diag_all = rng.choice([1.0, 0.5], m)
+    ri = rng.choice([0.0, 0.5, 1.0], m)  # eta <= 0 on some pairs: the TAU floor
+    rj = rng.choice([0.0, 0.5, 1.0], m)
+    runs = _smo._pov_runs(pov)
+    # labeled + first copies, second copies + x_0: two runs
+    assert [r.tolist() for r in runs] == [[0, L + U], [0, L], [L + U, U + 1]]
+    kii = float(diag_all[pov[3]])
+    gmax = float(rng.choice([0.25, 1.0, -1.5]))
+    lam = float(rng.choice([0.5, 1e-3]))
+    j, gmin, g_ref, ni, ngmax = _scalar_passes(g, alpha, A, B, pov, diag_all, ri, rj,
+                                               kii, gmax, lam)
+    buf_a, buf_b = np.empty(n), np.empty(n)
+    j_new, gmin_new = _smo._wss2_full(g, alpha, A, diag_all, ri, kii, gmax, runs,
+                                      buf_a, buf_b)
+    g_new = g.copy()
+    ni_new, ngmax_new = _smo._update_full(g_new, alpha, B, ri, rj, lam, runs, buf_a)
+    assert j_new == j and ni_new == ni
+    assert gmin_new == gmin  # +0 and -0 only ever meet in the gap gmax - gmin
+    assert _bits(ngmax_new) == _bits(ngmax)
+    np.testing.assert_array_equal(_bits(g_new), _bits(g_ref))
+
+
+def test_first_max_and_pov_runs_edge_cases():
+    assert _smo._first_max(np.full(5, -np.inf)) == -1
+    assert _smo._first_max(np.empty(0)) == -1
+    assert _smo._first_max(np.array([-0.0, 1.0, 0.0, 1.0, 1.0])) == 1
+    assert _smo._first_max(np.array([-0.0, 0.0, -np.inf])) == 0
+    assert _smo._min_all(np.empty(0)) == np.inf
+    runs = _smo._pov_runs(np.array([0, 1, 2, 2, 3, 0], dtype=np.int64))
+    assert [r.tolist() for r in runs] == [[0, 3, 5], [0, 2, 0], [3, 2, 1]]

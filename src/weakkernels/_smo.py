@@ -521,6 +521,174 @@ def _gradient_from_scratch(alpha, zeta, pov, g, only_inactive, is_active, data,
 
 
 @njit(cache=True, nogil=True)
+def _pov_runs(pov):
+    """Runs of variables whose base points are consecutive.
+
+    Run ``r`` is the variables ``start[r] ... start[r] + length[r] - 1`` with
+    base points ``point[r] ... point[r] + length[r] - 1`` (``pov`` of
+    CCCP-TSVM is four runs: labeled, both copies of the unlabeled, x_0). Over
+    a run, the variables' arrays and the kernel rows are read as contiguous
+    slices, which the full-set passes of :func:`_smo_solve` need to vectorise.
+    """
+    n = pov.shape[0]
+    start = np.empty(n, dtype=np.int64)
+    point = np.empty(n, dtype=np.int64)
+    length = np.empty(n, dtype=np.int64)
+    n_runs = 0
+    k = 0
+    while k < n:
+        k1 = k + 1
+        while k1 < n and pov[k1] == pov[k1 - 1] + 1:
+            k1 += 1
+        start[n_runs] = k
+        point[n_runs] = pov[k]
+        length[n_runs] = k1 - k
+        n_runs += 1
+        k = k1
+    return start[:n_runs].copy(), point[:n_runs].copy(), length[:n_runs].copy()
+
+
+# The helpers below use the numpy error model: under the default (python) one
+# every division tests its divisor for zero and raises, a branch that keeps
+# the loop from vectorising. Their only division is by ``eta >= TAU > 0``.
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _first_max(v):
+    """Index of the first largest entry of ``v``; -1 if all are ``-inf``.
+
+    The same index as a scan ``if v[k] > best`` from ``best = -inf`` (the first
+    index among equal maxima; +0 and -0 are equal to both). ``v`` holds no NaN.
+    The maximum is taken over four interleaved partial maxima (exact whatever
+    the order), then the first entry equal to it is searched.
+    """
+    n = v.shape[0]
+    m0 = -np.inf
+    m1 = -np.inf
+    m2 = -np.inf
+    m3 = -np.inf
+    a = 0
+    while a + 4 <= n:
+        x0 = v[a]
+        x1 = v[a + 1]
+        x2 = v[a + 2]
+        x3 = v[a + 3]
+        m0 = x0 if x0 > m0 else m0
+        m1 = x1 if x1 > m1 else m1
+        m2 = x2 if x2 > m2 else m2
+        m3 = x3 if x3 > m3 else m3
+        a += 4
+    while a < n:
+        x0 = v[a]
+        m0 = x0 if x0 > m0 else m0
+        a += 1
+    m0 = m1 if m1 > m0 else m0
+    m2 = m3 if m3 > m2 else m2
+    m0 = m2 if m2 > m0 else m0
+    if m0 == -np.inf:
+        return -1
+    for a in range(n):
+        if v[a] == m0:
+            return a
+    return -1
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _min_all(v):
+    """Smallest entry of ``v`` (``inf`` if empty; ``v`` holds no NaN)."""
+    n = v.shape[0]
+    m0 = np.inf
+    m1 = np.inf
+    m2 = np.inf
+    m3 = np.inf
+    a = 0
+    while a + 4 <= n:
+        x0 = v[a]
+        x1 = v[a + 1]
+        x2 = v[a + 2]
+        x3 = v[a + 3]
+        m0 = x0 if x0 < m0 else m0
+        m1 = x1 if x1 < m1 else m1
+        m2 = x2 if x2 < m2 else m2
+        m3 = x3 if x3 < m3 else m3
+        a += 4
+    while a < n:
+        x0 = v[a]
+        m0 = x0 if x0 < m0 else m0
+        a += 1
+    m0 = m1 if m1 < m0 else m0
+    m2 = m3 if m3 < m2 else m2
+    return m2 if m2 < m0 else m0
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _wss2_run(g, alpha, A, diag, row, kii, gmax, val, gdown):
+    """One run of the full-set j selection: ``val`` (WSS2 gain, ``-inf`` if not
+    a candidate) and ``gdown`` (``g``, ``inf`` if ``alpha`` cannot decrease).
+
+    Every entry is computed as the scalar loop of :func:`_smo_solve` computes
+    it for a candidate (same operations, same order); non-candidates are
+    computed too, then masked, so the loop has no branch and vectorises.
+    """
+    for t in range(g.shape[0]):
+        gk = g[t]
+        down = alpha[t] > A[t]
+        diff = gmax - gk
+        eta = kii + diag[t] - 2.0 * row[t]
+        if eta <= 0.0:
+            eta = TAU
+        v = diff * diff / eta
+        val[t] = v if (down and diff > 0.0) else -np.inf
+        gdown[t] = gk if down else np.inf
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _update_run(g, alpha, B, ri, rj, lam, gup):
+    """One run of the full-set gradient update; ``gup``: the new ``g`` where
+    ``alpha`` may increase, ``-inf`` elsewhere."""
+    for t in range(g.shape[0]):
+        gk = g[t] - lam * (ri[t] - rj[t])
+        g[t] = gk
+        gup[t] = gk if alpha[t] < B[t] else -np.inf
+
+
+@njit(cache=True, nogil=True)
+def _wss2_full(g, alpha, A, diag_all, row, kii, gmax, runs, val, gdown):
+    """``(j, gmin)`` of the WSS2 step over all variables, as the scalar loop.
+
+    ``j`` is the first variable of largest gain ``(gmax - g_k)^2 / eta_k``
+    among those that may decrease with ``g_k < gmax`` (-1 if none), ``gmin``
+    the smallest ``g_k`` among those that may decrease.
+    """
+    start, point, length = runs
+    for r in range(start.shape[0]):
+        k0 = start[r]
+        k1 = k0 + length[r]
+        p0 = point[r]
+        p1 = p0 + length[r]
+        # slices: the loop indexes from 0 with no wraparound test, contiguously
+        _wss2_run(g[k0:k1], alpha[k0:k1], A[k0:k1], diag_all[p0:p1], row[p0:p1],
+                  kii, gmax, val[k0:k1], gdown[k0:k1])
+    return _first_max(val), _min_all(gdown)
+
+
+@njit(cache=True, nogil=True)
+def _update_full(g, alpha, B, ri, rj, lam, runs, gup):
+    """``g -= lam (K_i - K_j)`` over all variables; returns ``(i, gmax)`` of the
+    next iteration (first largest ``g`` among variables that may increase)."""
+    start, point, length = runs
+    for r in range(start.shape[0]):
+        k0 = start[r]
+        k1 = k0 + length[r]
+        p0 = point[r]
+        p1 = p0 + length[r]
+        _update_run(g[k0:k1], alpha[k0:k1], B[k0:k1], ri[p0:p1], rj[p0:p1], lam,
+                    gup[k0:k1])
+    i = _first_max(gup)
+    return i, (g[i] if i >= 0 else -np.inf)
+
+
+@njit(cache=True, nogil=True)
 def _smo_solve(X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, pov, zeta,
                A, B, alpha, data, slot_of, owner, stamp, counters, tol, max_iter,
                shrinking, block, buf):
@@ -555,6 +723,14 @@ def _smo_solve(X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, pov, zeta
     # one pass over the active set fewer per iteration); -2: not known
     next_i = -2
     next_gmax = -np.inf
+    # While every variable is active (the 1 000 iterations after each
+    # un-shrink, most of the work on large problems), the two passes run over
+    # contiguous runs without branches (_wss2_full, _update_full): the same
+    # per-variable arithmetic and the same first-index tie-breaking, so the
+    # same iterates bit for bit, vectorised.
+    runs = _pov_runs(pov)
+    buf_a = np.empty(n)
+    buf_b = np.empty(n)
     while True:
         if max_iter >= 0 and it >= max_iter:
             status = STATUS_MAX_ITER
@@ -588,22 +764,26 @@ def _smo_solve(X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, pov, zeta
             kii = diag_all[pi]
             best = -np.inf
             # --- j: second-order selection (Fan, Chen & Lin 2005, WSS2)
-            for a in range(n_active):
-                k = active[a]
-                if alpha[k] > A[k]:
-                    gk = g[k]
-                    if gk < gmin:
-                        gmin = gk
-                    diff = gmax - gk
-                    if diff > 0.0:
-                        pk = pov[k]
-                        eta = kii + diag_all[pk] - 2.0 * data[si, pk]
-                        if eta <= 0.0:
-                            eta = TAU
-                        val = diff * diff / eta
-                        if val > best:
-                            best = val
-                            j = k
+            if n_active == n:
+                j, gmin = _wss2_full(g, alpha, A, diag_all, data[si], kii, gmax,
+                                     runs, buf_a, buf_b)
+            else:
+                for a in range(n_active):
+                    k = active[a]
+                    if alpha[k] > A[k]:
+                        gk = g[k]
+                        if gk < gmin:
+                            gmin = gk
+                        diff = gmax - gk
+                        if diff > 0.0:
+                            pk = pov[k]
+                            eta = kii + diag_all[pk] - 2.0 * data[si, pk]
+                            if eta <= 0.0:
+                                eta = TAU
+                            val = diff * diff / eta
+                            if val > best:
+                                best = val
+                                j = k
         else:
             for a in range(n_active):
                 k = active[a]
@@ -655,13 +835,17 @@ def _smo_solve(X, sqnorm, k0, k00, has_x0, code, sigma, degree, coef0, pov, zeta
             alpha[j] -= lam
         ngmax = -np.inf
         ni = -1
-        for a in range(n_active):
-            k = active[a]
-            pk = pov[k]
-            g[k] -= lam * (data[si, pk] - data[sj, pk])
-            if alpha[k] < B[k] and g[k] > ngmax:
-                ngmax = g[k]
-                ni = k
+        if n_active == n:
+            ni, ngmax = _update_full(g, alpha, B, data[si], data[sj], lam, runs,
+                                     buf_a)
+        else:
+            for a in range(n_active):
+                k = active[a]
+                pk = pov[k]
+                g[k] -= lam * (data[si, pk] - data[sj, pk])
+                if alpha[k] < B[k] and g[k] > ngmax:
+                    ngmax = g[k]
+                    ni = k
         next_i = ni
         next_gmax = ngmax
         it += 1
