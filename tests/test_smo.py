@@ -256,7 +256,7 @@ def test_full_set_passes_equal_the_scalar_loops(seed):
     # duplicated base points give equal WSS2 gains, gradients are drawn from a
     # few values (+0.0 and -0.0 among them), many variables sit at a bound.
     rng = np.random.default_rng(seed)
-    L, U = 7, 11
+    L, U = 40, 300  # runs of more than one PASS_CHUNK
     m = L + U + 1
     pov = np.r_[0:L, L:L + U, L:L + U, L + U].astype(np.int64)
     n = pov.size

@@ -554,14 +554,9 @@ def _pov_runs(pov):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _first_max(v):
-    """Index of the first largest entry of ``v``; -1 if all are ``-inf``.
-
-    The same index as a scan ``if v[k] > best`` from ``best = -inf`` (the first
-    index among equal maxima; +0 and -0 are equal to both). ``v`` holds no NaN.
-    The maximum is taken over four interleaved partial maxima (exact whatever
-    the order), then the first entry equal to it is searched.
-    """
+def _max_all(v):
+    """Largest entry of ``v`` (``-inf`` if empty; ``v`` holds no NaN), over four
+    interleaved partial maxima: exact whatever the order."""
     n = v.shape[0]
     m0 = -np.inf
     m1 = -np.inf
@@ -584,11 +579,21 @@ def _first_max(v):
         a += 1
     m0 = m1 if m1 > m0 else m0
     m2 = m3 if m3 > m2 else m2
-    m0 = m2 if m2 > m0 else m0
-    if m0 == -np.inf:
+    return m2 if m2 > m0 else m0
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _first_max(v):
+    """Index of the first largest entry of ``v``; -1 if all are ``-inf``.
+
+    The same index as a scan ``if v[k] > best`` from ``best = -inf`` (the first
+    index among equal maxima; +0 and -0 are equal to both). ``v`` holds no NaN.
+    """
+    m = _max_all(v)
+    if m == -np.inf:
         return -1
-    for a in range(n):
-        if v[a] == m0:
+    for a in range(v.shape[0]):
+        if v[a] == m:
             return a
     return -1
 
@@ -652,40 +657,73 @@ def _update_run(g, alpha, B, ri, rj, lam, gup):
         gup[t] = gk if alpha[t] < B[t] else -np.inf
 
 
+# Chunk of the full-set passes: its masked values are reduced while they are
+# still in L1 (a few KB), not in a second pass over the whole vector.
+PASS_CHUNK = 256
+
+
 @njit(cache=True, nogil=True)
 def _wss2_full(g, alpha, A, diag_all, row, kii, gmax, runs, val, gdown):
     """``(j, gmin)`` of the WSS2 step over all variables, as the scalar loop.
 
     ``j`` is the first variable of largest gain ``(gmax - g_k)^2 / eta_k``
     among those that may decrease with ``g_k < gmax`` (-1 if none), ``gmin``
-    the smallest ``g_k`` among those that may decrease.
+    the smallest ``g_k`` among those that may decrease. Chunk by chunk: the
+    first chunk holding the largest gain (strict ``>`` over the chunks in
+    order) holds the first variable with it.
     """
     start, point, length = runs
+    best = -np.inf
+    best_at = 0
+    gmin = np.inf
     for r in range(start.shape[0]):
-        k0 = start[r]
-        k1 = k0 + length[r]
-        p0 = point[r]
-        p1 = p0 + length[r]
-        # slices: the loop indexes from 0 with no wraparound test, contiguously
-        _wss2_run(g[k0:k1], alpha[k0:k1], A[k0:k1], diag_all[p0:p1], row[p0:p1],
-                  kii, gmax, val[k0:k1], gdown[k0:k1])
-    return _first_max(val), _min_all(gdown)
+        for c0 in range(0, length[r], PASS_CHUNK):
+            c1 = min(c0 + PASS_CHUNK, length[r])
+            k0 = start[r] + c0
+            k1 = start[r] + c1
+            p0 = point[r] + c0
+            p1 = point[r] + c1
+            # slices: the loop indexes from 0, contiguously, with no
+            # negative-index test, so it vectorises
+            _wss2_run(g[k0:k1], alpha[k0:k1], A[k0:k1], diag_all[p0:p1],
+                      row[p0:p1], kii, gmax, val[k0:k1], gdown[k0:k1])
+            cmax = _max_all(val[k0:k1])
+            if cmax > best:
+                best = cmax
+                best_at = k0
+            cmin = _min_all(gdown[k0:k1])
+            gmin = cmin if cmin < gmin else gmin
+    j = -1
+    if best != -np.inf:
+        j = best_at + _first_max(val[best_at:best_at + PASS_CHUNK])
+    return j, gmin
 
 
 @njit(cache=True, nogil=True)
 def _update_full(g, alpha, B, ri, rj, lam, runs, gup):
     """``g -= lam (K_i - K_j)`` over all variables; returns ``(i, gmax)`` of the
-    next iteration (first largest ``g`` among variables that may increase)."""
+    next iteration (first largest ``g`` among variables that may increase),
+    chunk by chunk as :func:`_wss2_full`."""
     start, point, length = runs
+    best = -np.inf
+    best_at = 0
     for r in range(start.shape[0]):
-        k0 = start[r]
-        k1 = k0 + length[r]
-        p0 = point[r]
-        p1 = p0 + length[r]
-        _update_run(g[k0:k1], alpha[k0:k1], B[k0:k1], ri[p0:p1], rj[p0:p1], lam,
-                    gup[k0:k1])
-    i = _first_max(gup)
-    return i, (g[i] if i >= 0 else -np.inf)
+        for c0 in range(0, length[r], PASS_CHUNK):
+            c1 = min(c0 + PASS_CHUNK, length[r])
+            k0 = start[r] + c0
+            k1 = start[r] + c1
+            p0 = point[r] + c0
+            p1 = point[r] + c1
+            _update_run(g[k0:k1], alpha[k0:k1], B[k0:k1], ri[p0:p1], rj[p0:p1],
+                        lam, gup[k0:k1])
+            cmax = _max_all(gup[k0:k1])
+            if cmax > best:
+                best = cmax
+                best_at = k0
+    if best == -np.inf:
+        return -1, -np.inf
+    i = best_at + _first_max(gup[best_at:best_at + PASS_CHUNK])
+    return i, g[i]
 
 
 @njit(cache=True, nogil=True)
