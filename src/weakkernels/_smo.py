@@ -526,7 +526,8 @@ def _pov_runs(pov):
 
     Run ``r`` is the variables ``start[r] ... start[r] + length[r] - 1`` with
     base points ``point[r] ... point[r] + length[r] - 1`` (``pov`` of
-    CCCP-TSVM is four runs: labeled, both copies of the unlabeled, x_0). Over
+    CCCP-TSVM is two runs: the labeled points and the first copies of the
+    unlabeled ones, then the second copies and x_0). Over
     a run, the variables' arrays and the kernel rows are read as contiguous
     slices, which the full-set passes of :func:`_smo_solve` need to vectorise.
     """
@@ -550,7 +551,8 @@ def _pov_runs(pov):
 
 # The helpers below use the numpy error model: under the default (python) one
 # every division tests its divisor for zero and raises, a branch that keeps
-# the loop from vectorising. Their only division is by ``eta >= TAU > 0``.
+# the loop from vectorising. Their only division is by ``eta > 0`` (floored at
+# TAU when not positive), so both models give the same values.
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -586,8 +588,9 @@ def _max_all(v):
 def _first_max(v):
     """Index of the first largest entry of ``v``; -1 if all are ``-inf``.
 
-    The same index as a scan ``if v[k] > best`` from ``best = -inf`` (the first
-    index among equal maxima; +0 and -0 are equal to both). ``v`` holds no NaN.
+    The same index as a scan ``if v[k] > best`` from ``best = -inf``: the first
+    index among equal maxima (+0.0 and -0.0 compare equal, in both). ``v``
+    holds no NaN.
     """
     m = _max_all(v)
     if m == -np.inf:
