@@ -549,10 +549,9 @@ def _pov_runs(pov):
     return start[:n_runs].copy(), point[:n_runs].copy(), length[:n_runs].copy()
 
 
-# The helpers below use the numpy error model: under the default (python) one
-# every division tests its divisor for zero and raises, a branch that keeps
-# the loop from vectorising. Their only division is by ``eta > 0`` (floored at
-# TAU when not positive), so both models give the same values.
+# The helpers below use the numpy error model: no zero-divisor test with an
+# exception exit inside the loops. Their only division is by ``eta > 0``
+# (floored at TAU when not positive), so both models give the same values.
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
