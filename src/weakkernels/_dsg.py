@@ -261,8 +261,12 @@ PRIMAL_LARGE_LEVEL_MAX_ITER = 12
 # rows). Solving it further than that noise moves the point along the noise.
 # Such a level stops when its gradient falls to this fraction of its
 # estimated noise (:func:`level_gtol`); 0 solves every level to the final
-# tolerance (the schedule before this rule).
-PRIMAL_LEVEL_NOISE_FRACTION = 0.0
+# tolerance (the schedule before this rule). On ijcnn1's non-convex primal
+# (BENCHMARKS.md, "Convergence and defaults", solver comparison) 0.25 / 0.5 /
+# 1 all cut the growing schedule's passes to the tolerance from 791 to
+# 484-510 and to a 1e-3 gap from 395 to 239-254 (every row: 688 / 284); 0.5,
+# the middle, stops half-way to the noise (1.1x the unavoidable error).
+PRIMAL_LEVEL_NOISE_FRACTION = 0.5
 
 
 def primal_cache_bytes() -> int:
