@@ -279,6 +279,13 @@ def test_level_tolerance_leaves_the_last_level_and_small_sets():
     # never tighter than the final tolerance
     assert _dsg.level_gtol(1e-3, 1e-9, sizes, levels[0], levels[1], 0.5) == 1e-3
     assert _dsg.level_gtol(1e-3, 5.0, sizes, levels[0], levels[1], 0.5) > 1e-3
+    # a set whole from the finer level on: its share of the start's gradient
+    # was sampling error that is gone, so the noise left is not known
+    two = [10_000, 1_000_000]
+    levels = primal_levels(two, seed=0)
+    assert levels[0][0] is not None and levels[1][0] is None
+    assert _dsg.level_gtol(1e-3, 5.0, two, levels[0], levels[1], 0.5) == 1e-3
+    assert _dsg.level_gtol(1e-3, 5.0, two, levels[1], levels[2], 0.5) > 1e-3
 
 
 @pytest.mark.parametrize("fraction", [0.0, 1.0])

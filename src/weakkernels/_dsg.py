@@ -966,12 +966,12 @@ def primal_levels(sizes, seed: int) -> list:
         m *= PRIMAL_GROWTH
 
 
-def _level_variance(sizes, level) -> float:
-    """``sum_s (n_s - m_s) / (n_s m_s)``: the variance of the scaled-to-full
-    sample sums of :func:`primal_levels`' ``level`` (without replacement, in
-    units of one set's per-row variance; a full set adds 0)."""
-    return sum((n - i.size) / (n * i.size)
-               for n, i in zip(sizes, level, strict=True) if i is not None)
+def _set_variances(sizes, level) -> list:
+    """Per set, ``(n - m) / (n m)``: the variance of the scaled-to-full sample
+    sum of :func:`primal_levels`' ``level`` (without replacement, in units of
+    the set's per-row variance; 0 for a whole set)."""
+    return [0.0 if i is None else (n - i.size) / (n * i.size)
+            for n, i in zip(sizes, level, strict=True)]
 
 
 def level_gtol(gtol: float, g_start: float, sizes, coarse, fine,
@@ -981,17 +981,23 @@ def level_gtol(gtol: float, g_start: float, sizes, coarse, fine,
 
     ``g_start`` is the max-norm of ``fine``'s gradient at that start. The
     start is (nearly) stationary on ``coarse``, so ``g_start`` measures the
-    difference of the two samples' gradients, whose variance is ``V_coarse
-    - V_fine`` (nested samples; ``V`` from :func:`_level_variance`). The
-    sampling noise of ``fine`` itself is then about ``g_start sqrt(V_fine /
-    (V_coarse - V_fine))``, and the level stops at ``fraction`` of it --
-    never below ``gtol``. The last level (every row, ``V_fine = 0``) and
+    difference of the two samples' gradients: per set, variance ``s^2 (V_c
+    - V_f)`` for nested samples, where ``fine``'s own sampling noise is
+    ``s^2 V_f`` (``V`` from :func:`_set_variances`, ``s`` the set's unknown
+    per-row spread). Summed over the sets, the noise is at least ``g_start
+    sqrt(min_s V_f / (V_c - V_f))`` -- exactly that when one set is sampled
+    (MNIST's and ijcnn1's unlabeled rows) -- and the level stops at
+    ``fraction`` of it, never below ``gtol``. A set that is sampled on
+    ``coarse`` and whole on ``fine`` (ratio 0: its share of ``g_start`` was
+    all sampling error, none left), the last level (every row) and
     ``fraction = 0`` keep ``gtol``.
     """
-    vc, vf = _level_variance(sizes, coarse), _level_variance(sizes, fine)
-    if fraction <= 0 or vf <= 0 or vc <= vf:
+    ratios = [vf / (vc - vf) for vc, vf in zip(_set_variances(sizes, coarse),
+                                               _set_variances(sizes, fine),
+                                               strict=True) if vc > vf]
+    if fraction <= 0 or not ratios or min(ratios) <= 0:
         return gtol
-    return max(gtol, fraction * g_start * float(np.sqrt(vf / (vc - vf))))
+    return max(gtol, fraction * g_start * float(np.sqrt(min(ratios))))
 
 
 def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
