@@ -261,11 +261,11 @@ PRIMAL_LARGE_LEVEL_MAX_ITER = 12
 # rows). Solving it further than that noise moves the point along the noise.
 # Such a level stops when its gradient falls to this fraction of its
 # estimated noise (:func:`level_gtol`); 0 solves every level to the final
-# tolerance (the schedule before this rule). On ijcnn1's non-convex primal
-# (BENCHMARKS.md, "Convergence and defaults", solver comparison) 0.25 / 0.5 /
-# 1 all cut the growing schedule's passes to the tolerance from 791 to
-# 484-510 and to a 1e-3 gap from 395 to 239-254 (every row: 688 / 284); 0.5,
-# the middle, stops half-way to the noise (1.1x the unavoidable error).
+# tolerance (the schedule before this rule). Non-convex primal, passes to
+# the tolerance / to a 1e-3 gap (BENCHMARKS.md, "Convergence and defaults",
+# section 9): ijcnn1 791 / 395 before, 499 / 239 at 0.5 (every row: 688 /
+# 284); 10^6 rows 294 / 124 before, 227 / 49 at 0.5 and 0.25, 386 / 46 at 1
+# (too loose: the last level starts farther away).
 PRIMAL_LEVEL_NOISE_FRACTION = 0.5
 
 
