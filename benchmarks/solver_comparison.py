@@ -55,6 +55,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from weakkernels._dsg import (  # noqa: E402
+    PRIMAL_LEVEL_NOISE_FRACTION,
+    level_gtol,
     nystroem_landmarks,
     nystroem_size,
     primal_levels,
@@ -135,21 +137,33 @@ def lbfgs(F, z0, *, max_iter, rows=None, gtol=1e-5, trace=None):
     return res.x
 
 
-def growing(F, z0, seed, *, max_iter, trace):
+def growing(F, z0, seed, *, max_iter, trace, fraction=0.0):
     """L-BFGS on the estimator's levels (:func:`weakkernels._dsg.
     primal_levels`: nested seeded samples of each point set, 4096 rows, x4
     per level, then every row), each level warm-started from the last, the
-    estimator's tolerance relative to the first gradient."""
-    z, gtol = z0, None
-    for level in primal_levels((F.n_l, F.n - F.n_l), seed):
+    estimator's tolerance relative to the first gradient. ``fraction > 0``:
+    the intermediate levels stop at that fraction of their sampling noise
+    (:func:`weakkernels._dsg.level_gtol`, the estimator's rule); 0 solves
+    every level to the final tolerance."""
+    z, gtol, prev = z0, None, None
+    sizes = (F.n_l, F.n - F.n_l)
+    for level in primal_levels(sizes, seed):
         full = all(i is None for i in level)
         rows = None if full else np.concatenate([
             np.arange(n0, n0 + n) if i is None else n0 + i
-            for i, n0, n in zip(level, (0, F.n_l), (F.n_l, F.n - F.n_l),
-                                strict=True)])
+            for i, n0, n in zip(level, (0, F.n_l), sizes, strict=True)])
+        tol = gtol
         if gtol is None:
-            gtol = TOL * np.abs(F(z, rows)[1]).max()
-        z = lbfgs(F, z, max_iter=max_iter, rows=rows, trace=trace, gtol=gtol)
+            gtol = tol = TOL * np.abs(F(z, rows)[1]).max()
+        elif fraction > 0:
+            # the gradient at the warm start: the estimator reuses it as
+            # L-BFGS's first evaluation, so it is not counted as passes here
+            passes = F.passes
+            g_start = np.abs(F(z, rows)[1]).max()
+            F.passes = passes
+            tol = level_gtol(gtol, g_start, sizes, prev, level, fraction)
+        z = lbfgs(F, z, max_iter=max_iter, rows=rows, trace=trace, gtol=tol)
+        prev = level
     return z
 
 
@@ -274,6 +288,9 @@ def main(argv=None):
     ap.add_argument("--steps", default="0.3,1,3,10",
                     help="SVRG step grid, in units of 1 / L (the curvature bound)")
     ap.add_argument("--epochs", type=int, default=10)
+    ap.add_argument("--level-fractions", default=str(PRIMAL_LEVEL_NOISE_FRACTION),
+                    help="lbfgs-growing-loose: fractions of the sampling noise at "
+                    "which the intermediate levels stop (default: the estimator's)")
     ap.add_argument("--reference-iter", type=int, default=1000)
     ap.add_argument("--solvers", default=None,
                     help="comma-separated subset to (re-)run; their rows replace "
@@ -310,6 +327,11 @@ def main(argv=None):
                 F, z, max_iter=a.reference_iter, trace=tr, gtol=1e-12)),
             ("lbfgs-growing", "", lambda F, z, tr: growing(
                 F, z, a.seed, max_iter=300, trace=tr))]
+        # the intermediate levels stopped at a fraction of their sampling
+        # noise (the "step" column holds the fraction)
+        runs += [("lbfgs-growing-loose", frac, lambda F, z, tr, frac=frac: growing(
+            F, z, a.seed, max_iter=300, trace=tr, fraction=frac))
+            for frac in map(float, a.level_fractions.split(","))]
         # the curvature bound once per problem, outside the solvers' clocks
         L = (smoothness(Primal(P[:n_p], y[:n_p], n_l, a.C, C_star))
              if only is None or "svrg" in only else 1.0)
@@ -336,8 +358,12 @@ def main(argv=None):
     tag = a.dataset if a.dataset != "synthetic" else f"synthetic{n}"
     path = OUT / f"{tag}.csv"
     if only is not None:  # keep the other solvers' rows of the last full run
-        rows = [r for r in csv.DictReader(path.open())
-                if r["solver"] not in only] + rows
+        kept = [r for r in csv.DictReader(path.open()) if r["solver"] not in only]
+        # gaps are to the best F of the same problem: same features only
+        if {int(r["features"]) for r in kept} - {P.shape[1]}:
+            raise SystemExit(f"{path} holds rows with other feature counts than "
+                             f"{P.shape[1]}: pass --features to match them")
+        rows = kept + rows
     rows = with_gaps(rows)
     _write(path, COLUMNS, rows)
     _write(OUT / f"{tag}_summary.csv", SUMMARY, summarize(rows))

@@ -244,3 +244,83 @@ def test_default_features_grow_with_the_data():
     assert D[-1] == 1024  # 10^7 rows: features streamed, the floor
     assert primal_features(61_000, 32, 784) == D[5]
     assert primal_features(61_000, 32, 20_000) == 1024  # the frequency budget
+
+
+def test_level_noise_estimate_matches_the_sampling_error():
+    """The noise a level's tolerance is scaled to (``level_gtol`` with
+    ``fraction = 1``), estimated from the gradient change between two nested
+    levels, against the true max-norm error of the finer level's
+    scaled-to-full sample sum (NumPy; a whole small set and a sampled one)."""
+    rng = np.random.default_rng(0)
+    sizes = [300, 40_000]
+    rows = [rng.normal(1.0, 2.0, size=(n, 400)) for n in sizes]
+    full = sum(r.sum(axis=0) for r in rows)
+
+    def sample_sum(level):
+        return sum(r.sum(axis=0) if i is None else r[i].sum(axis=0) * (n / i.size)
+                   for r, i, n in zip(rows, level, sizes, strict=True))
+
+    ratios = []
+    for seed in range(8):
+        levels = primal_levels(sizes, seed)  # 4096, 16384, every row
+        assert len(levels) == 3 and levels[1][0] is None
+        g_start = np.abs(sample_sum(levels[1]) - sample_sum(levels[0])).max()
+        estimate = _dsg.level_gtol(0.0, g_start, sizes, levels[0], levels[1], 1.0)
+        ratios.append(estimate / np.abs(sample_sum(levels[1]) - full).max())
+    assert 0.85 < np.mean(ratios) < 1.15, ratios
+
+
+def test_level_tolerance_leaves_the_last_level_and_small_sets():
+    levels = primal_levels([300, 40_000], seed=0)
+    sizes = [300, 40_000]
+    # the last level (every row) and fraction 0 keep the final tolerance
+    assert _dsg.level_gtol(1e-3, 5.0, sizes, levels[1], levels[2], 0.5) == 1e-3
+    assert _dsg.level_gtol(1e-3, 5.0, sizes, levels[0], levels[1], 0.0) == 1e-3
+    # never tighter than the final tolerance
+    assert _dsg.level_gtol(1e-3, 1e-9, sizes, levels[0], levels[1], 0.5) == 1e-3
+    assert _dsg.level_gtol(1e-3, 5.0, sizes, levels[0], levels[1], 0.5) > 1e-3
+    # a set whole from the finer level on: its share of the start's gradient
+    # was sampling error that is gone, so the noise left is not known
+    two = [10_000, 1_000_000]
+    levels = primal_levels(two, seed=0)
+    assert levels[0][0] is not None and levels[1][0] is None
+    assert _dsg.level_gtol(1e-3, 5.0, two, levels[0], levels[1], 0.5) == 1e-3
+    assert _dsg.level_gtol(1e-3, 5.0, two, levels[1], levels[2], 0.5) > 1e-3
+
+
+@pytest.mark.parametrize("fraction", [0.0, 1.0])
+def test_sets_within_level_zero_do_not_move(monkeypatch, fraction):
+    """Sets of at most PRIMAL_START_ROWS rows (the pipeline's) are solved on
+    level 0 only: the level rule leaves their model bit for bit."""
+    X, _, y_semi = _data(n=900)
+    ref = TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
+    monkeypatch.setattr(_dsg, "PRIMAL_LEVEL_NOISE_FRACTION", fraction)
+    est = TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
+    np.testing.assert_array_equal(ref.coef_, est.coef_)
+    np.testing.assert_array_equal(ref.intercept_, est.intercept_)
+
+
+def test_looser_intermediate_levels_cost_fewer_iterations(small_levels,
+                                                          monkeypatch):
+    """Stopping the intermediate levels at their sampling noise saves
+    iterations; the last level's tolerance keeps the machine."""
+    X, _, y_semi = _data(n=3000)
+    fits = {}
+    for fraction in (0.0, 0.5):
+        monkeypatch.setattr(_dsg, "PRIMAL_LEVEL_NOISE_FRACTION", fraction)
+        est = TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
+        fits[fraction] = (est.n_iter_, est.predict(X))
+    assert fits[0.5][0] < fits[0.0][0]
+    assert np.mean(fits[0.5][1] != fits[0.0][1]) < 0.01
+
+
+def test_majorised_loss_keeps_the_final_tolerance(small_levels, monkeypatch):
+    """The concave-convex procedure re-linearises before every solve, so its
+    levels keep the final tolerance: the rule leaves it bit for bit."""
+    X, _, y_semi = _data(n=3000)
+    coefs = []
+    for fraction in (0.0, 0.5):
+        monkeypatch.setattr(_dsg, "PRIMAL_LEVEL_NOISE_FRACTION", fraction)
+        est = TSGS3VM(C=1.0, random_state=0, unlabeled_loss="ramp_cccp")
+        coefs.append(est.fit(X, y_semi).coef_.copy())
+    np.testing.assert_array_equal(coefs[0], coefs[1])
