@@ -750,7 +750,9 @@ class CCCPTSVM(_CCCPBase):
         (Eq. 1.15), so that ``f_theta^0`` already meets Eq. 1.13 when
         ``beta^0`` is read off it -- what the authors' code (UniverSVM's first
         CCCP pass, unlabeled boxes closed) does. Without ``balance`` both are
-        the labeled SVM.
+        the labeled SVM. On MNIST (Table 1.5) ``"balanced"`` did not lower
+        the validation error, hence not the default (BENCHMARKS.md, CCCP
+        page).
     tol, cache_size, cache_dtype, max_iter, max_cccp_iter, shrinking, n_jobs
         As in :class:`RampSVM`.
 
