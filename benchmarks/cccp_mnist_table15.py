@@ -6,7 +6,7 @@ Usage::
     .venv/bin/python benchmarks/cccp_mnist_table15.py [--n-unlabeled 0 2000 5000]
         [--n-labeled 1000 100] [--param cache_dtype=float32] [--param n_jobs=2]
         [--c-star-grid 5 1 0.5] [--mlflow EXPERIMENT] [--time-plot PNG]
-        [--time-extra OLD.json] [--out results.json]
+        [--time-extra OLD.json] [--seed N] [--out results.json]
 
 The protocol (data, labels, C, sigma, s, C* per U and the paper's errors) is
 ``benchmarks/protocols/cccp_mnist/table15.yaml``; the data come from the data
@@ -86,11 +86,13 @@ def _printed_row(proto, n_unlabeled, n_labeled):
                  and r.get("n_labeled", proto["n_labeled"]) == n_labeled), None)
 
 
-def child(n_unlabeled, n_labeled, extra, c_star_grid=None):
+def child(n_unlabeled, n_labeled, extra, c_star_grid=None, seed=None):
     from weakkernels import CCCPTSVM, RampSVM
     from weakkernels.pipeline.tracking import resolved_params
 
     proto = yaml.safe_load(PROTOCOL.read_text())
+    if seed is not None:
+        proto["seed"] = seed  # another labeled draw (and validation set)
     row = _printed_row(proto, n_unlabeled, n_labeled)
     XL, yL, XU, n_test_u, Xte, yte, Xv, yv = load_split(proto, n_unlabeled,
                                                         n_labeled)
@@ -169,6 +171,7 @@ def child(n_unlabeled, n_labeled, extra, c_star_grid=None):
         "fit_wall_s": round(sum(f["fit_wall_s"] for f in fits), 2),
         "peak_rss_mb": _peak_rss_mb(),
         "params": extra,
+        "seed": proto["seed"],
     }
     if c_star_grid and n_unlabeled:
         out["validation_error_per_C_star"] = {
@@ -280,6 +283,8 @@ def main(argv=None):
                     help="Figure 1.10: fit CPU against U (1 000 labels)")
     ap.add_argument("--time-extra", nargs="+", default=[],
                     help="earlier result JSONs whose U join the time curve")
+    ap.add_argument("--seed", type=int,
+                    help="seed of the labeled draw (default: the protocol's)")
     ap.add_argument("--out")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -287,7 +292,7 @@ def main(argv=None):
     labels = args.n_labeled or [proto["n_labeled"]]
     extra = dict(parse_param(p) for p in args.param)
     if args.child is not None:
-        child(args.child, labels[0], extra, args.c_star_grid)
+        child(args.child, labels[0], extra, args.c_star_grid, args.seed)
         return
     parent = _mlflow_parent(args, argv, labels) if args.mlflow else None
     results = []
@@ -303,6 +308,8 @@ def main(argv=None):
                     f"--param={p}" for p in args.param]
                 if args.c_star_grid:
                     cmd += ["--c-star-grid"] + [str(c) for c in args.c_star_grid]
+                if args.seed is not None:
+                    cmd += ["--seed", str(args.seed)]
                 res = subprocess.run(cmd, capture_output=True, text=True,
                                      check=False)
                 line = [ln for ln in res.stdout.splitlines()

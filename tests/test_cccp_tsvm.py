@@ -217,6 +217,55 @@ def test_tsvm_c_star_zero_is_the_labeled_svm_plus_balance():
     assert tsvm.n_iter_[0] == 1
 
 
+def test_balanced_init_is_the_labeled_svm_under_eq_1_13():
+    # init="balanced": theta^0 is the labeled hinge SVM solved with the free
+    # alpha_0 of Eq. 1.15; checked against a dense NumPy kernel: Eq. 1.13,
+    # sum(alpha) = 0 and the labeled points' KKT conditions.
+    from weakkernels._smo import KernelProblem
+    from weakkernels.cccp_tsvm import _hinge_svm
+    from weakkernels.kernels import KERNEL_CODES
+
+    X, _, ys = _g50c_like(9, n=120)
+    ys[np.flatnonzero(ys == 1)[:6]] = -1  # 10 vs 4 labeled: zeta_0 != 0
+    lab = np.flatnonzero(ys != -1)
+    unl = np.flatnonzero(ys == -1)
+    L, U, C = lab.size, unl.size, 1.0
+    Xo = X[np.concatenate([lab, unl])]
+    yl = np.where(ys[lab] == 1, 1.0, -1.0)
+    kp = KernelProblem(Xo, KERNEL_CODES["rbf"], 0.01, 3, 1.0, None,
+                       np.arange(L, L + U))
+    K = kernel_matrix(Xo, Xo, "rbf", sigma=0.01)
+    opts = dict(tol=1e-9, max_iter=None, shrinking=True)
+    a, b, _ = _hinge_svm(kp, np.arange(L), yl, C, x0=(L + U, yl.mean()), **opts)
+    f = K[:, :L] @ a[:L] + a[-1] * K[:, L:].mean(axis=1) + b
+    assert abs(f[L:].mean() - yl.mean()) < 1e-7
+    assert abs(a.sum()) < 1e-10
+    z, ya = yl * f[:L], yl * a[:L]
+    assert np.all(ya >= -1e-12) and np.all(ya <= C + 1e-12)
+    inner = (ya > 1e-8) & (ya < C - 1e-8)
+    assert inner.any() and np.max(np.abs(z[inner] - 1.0)) < 1e-6
+    assert np.all(z[ya <= 1e-8] >= 1.0 - 1e-6)
+    assert np.all(z[ya >= C - 1e-8] <= 1.0 + 1e-6)
+    # the plain labeled SVM (the default start) does not meet Eq. 1.13 here
+    a0, b0, _ = _hinge_svm(kp, np.arange(L), yl, C, **opts)
+    assert abs((K[L:, :L] @ a0).mean() + b0 - yl.mean()) > 1e-2
+
+
+def test_balanced_init_fits_and_is_a_no_op_without_balance():
+    X, _, ys = _g50c_like(9, n=120)
+    kw = dict(C=1.0, C_star=0.3, sigma=0.01, s=-0.1)
+    bal = CCCPTSVM(init="balanced", **kw).fit(X, ys)
+    lab = ys != -1
+    target = np.mean(np.where(ys[lab] == 1, 1.0, -1.0))
+    assert abs(bal.decision_function(X[~lab]).mean() - target) < 1e-3
+    a = CCCPTSVM(init="balanced", balance=False, **kw).fit(X, ys)
+    b = CCCPTSVM(balance=False, **kw).fit(X, ys)
+    np.testing.assert_array_equal(a.dual_coef_, b.dual_coef_)
+    np.testing.assert_array_equal(a.intercept_, b.intercept_)
+    with pytest.raises(InvalidParameterError):
+        CCCPTSVM(init="svm").fit(X, ys)
+
+
 def test_tsvm_tiny_cache_gives_identical_model():
     # 0.02 MB holds 13 kernel rows of the 201 base points (200 + x_0).
     X, _, ys = _g50c_like(12, n=200)
