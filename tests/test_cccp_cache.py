@@ -317,11 +317,13 @@ def _filled_reference(rows, mean_idx):
     return full
 
 
+@pytest.mark.parametrize("n_threads", [1, 2])
 @pytest.mark.parametrize("layout", ["dense", "csr"])
-def test_fill_has_the_bits_of_the_row_at_a_time_rows(layout):
+def test_fill_has_the_bits_of_the_row_at_a_time_rows(layout, n_threads):
     # 600 base points: the fill's chunks of 256 rows go straight into their
     # slots (float64 cache) or through the buffer (float32; a partial cache's
-    # last chunk), and rows past the cache only feed the balancing column
+    # last chunk), and rows past the cache only feed the balancing column;
+    # with two threads the chunks are computed two at a time
     n, d = 600, 22
     X = _spread(n, d, seed=5)
     mean_idx = np.arange(100, n)
@@ -337,7 +339,8 @@ def test_fill_has_the_bits_of_the_row_at_a_time_rows(layout):
         _smo._rows_block(points, 0, n, sqn, KERNEL_CODES["rbf"], 0.05, 3, 0.5, 1,
                          rows)
     ref = _filled_reference(rows, mean_idx)
-    full = KernelProblem(Xin, KERNEL_CODES["rbf"], 0.05, 3, 0.5, None, mean_idx)
+    full = KernelProblem(Xin, KERNEL_CODES["rbf"], 0.05, 3, 0.5, None, mean_idx,
+                         n_threads=n_threads)
     assert full.fully_cached and full.block == 1
     np.testing.assert_array_equal(full.owner, np.arange(n + 1))
     np.testing.assert_array_equal(_bits(full.data), _bits(ref))
@@ -345,15 +348,44 @@ def test_fill_has_the_bits_of_the_row_at_a_time_rows(layout):
     # 300 slots: chunk 0..255 direct, 256..511 through the buffer (its first
     # 44 rows cached), 512..599 for the column only
     part = KernelProblem(Xin, KERNEL_CODES["rbf"], 0.05, 3, 0.5,
-                         300 * 8 * (n + 1) / 2**20, mean_idx)
+                         300 * 8 * (n + 1) / 2**20, mean_idx, n_threads=n_threads)
     assert part.capacity == 300
     np.testing.assert_array_equal(part.owner, np.arange(300))
     np.testing.assert_array_equal(_bits(part.data), _bits(ref[:300]))
     np.testing.assert_array_equal(_bits(part.k0), _bits(ref[n, :n]))
     f32 = KernelProblem(Xin, KERNEL_CODES["rbf"], 0.05, 3, 0.5, None, mean_idx,
-                        cache_dtype=np.float32)
+                        cache_dtype=np.float32, n_threads=n_threads)
     np.testing.assert_array_equal(f32.data[:n, :n], rows.astype(np.float32))
     np.testing.assert_array_equal(_bits(f32.k0), _bits(ref[n, :n]))
+    assert part.rows_computed == n and full.rows_computed == n + 1  # + x_0's row
+
+
+@pytest.mark.parametrize("cache_dtype", [np.float64, np.float32])
+def test_block_fill_on_threads_has_the_serial_bits(cache_dtype):
+    # dgemm blocks (d >= BLOCK_MIN_FEATURES), 700 points: spans of 256 rows,
+    # computed 1, 2 or 3 at a time; a full cache, and one of 300 rows whose
+    # last spans only feed the balancing column
+    X = _wide(n=700, seed=3)
+    mean_idx = np.arange(50, 700)
+    for cache in (None, 300 * np.dtype(cache_dtype).itemsize * 701 / 2**20):
+        kps = [KernelProblem(X, KERNEL_CODES["rbf"], 0.01, 3, 0.5, cache, mean_idx,
+                             cache_dtype=cache_dtype, n_threads=t) for t in (1, 2, 3)]
+        assert kps[0].block == ROW_BLOCK
+        filled = int(kps[0].counters[3])
+        for kp in kps[1:]:
+            assert kp.counters[3] == filled
+            np.testing.assert_array_equal(kp.owner, kps[0].owner)
+            np.testing.assert_array_equal(_bits(kp.data[:filled]),
+                                          _bits(kps[0].data[:filled]))
+            np.testing.assert_array_equal(_bits(kp.k0), _bits(kps[0].k0))
+            assert kp.k00 == kps[0].k00
+            assert kp.rows_computed == kps[0].rows_computed
+        ref = _naive_rows(X, mean_idx, "rbf").mean(axis=0)
+        np.testing.assert_allclose(kps[1].k0, ref, rtol=1e-12)
+        if cache is None:
+            rtol = 1e-12 if cache_dtype == np.float64 else 1e-6
+            np.testing.assert_allclose(kps[1].data[:700, :700],
+                                       _naive_rows(X, range(700), "rbf"), rtol=rtol)
 
 
 def test_cache_array_is_writable_uninitialised_storage():

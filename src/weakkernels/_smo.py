@@ -50,6 +50,7 @@ from __future__ import annotations
 import copy
 import math
 import mmap
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,6 +58,7 @@ import scipy.sparse as sp
 from numba import njit
 from numba.core import types
 from numba.extending import overload
+from threadpoolctl import threadpool_limits
 
 from weakkernels._validation import available_memory
 from weakkernels.kernels import KERNEL_CODES
@@ -91,6 +93,19 @@ _EPS = float(np.finfo(np.float64).eps)
 # row-at-a-time loop of :func:`_kernel_row`.
 ROW_BLOCK = 32
 BLOCK_MIN_FEATURES = 64
+
+def one_blas_thread():
+    """Context in which BLAS runs on one thread (threadpoolctl).
+
+    A dense block of kernel rows is one dgemm (``ROW_BLOCK``), and OpenBLAS
+    splits a product differently for different thread counts: measured, 0.25 %
+    of the entries of a 700-point cache moved by 1-3 ulp between one and two
+    BLAS threads. Rows computed on one BLAS thread keep the same bits whoever
+    computes them (the fill's threads, a cache miss) and whatever the
+    machine's BLAS setting; the parallelism is our own threads (``n_jobs``).
+    """
+    return threadpool_limits(limits=1, user_api="blas")
+
 
 # Default kernel cache: this fraction of the memory the OS reports available
 # when the problem is built (MemAvailable of /proc/meminfo, else
@@ -1147,72 +1162,42 @@ def cache_rows(cache_size: float, m: int, itemsize: int = 8) -> int:
 
 
 @njit(cache=True, nogil=True)
-def _fill_cache(X, sqnorm, weight, code, sigma, degree, coef0, block, data, slot_of,
-                owner, counters, n_fill, k0, direct):
-    """Rows of base points ``0 .. n_fill-1`` into the cache, and Eq. 1.15's column.
+def _fill_span(X, sqnorm, code, sigma, degree, coef0, block, b0, b1, n_fill, data,
+               buf, direct):
+    """Kernel rows of base points ``b0 .. b1-1`` for the cache fill; the rows of
+    ``p < n_fill`` are stored in slot ``p`` of ``data``.
 
-    Computes the rows in blocks (:func:`_rows_block`), stores each of the first
-    ``n_fill`` base points in the next free slot, and accumulates ``k0[q] +=
-    weight[p] * k(x_p, x_q)`` over every ``p`` with ``weight[p] != 0`` in
-    ascending ``p`` (the order of the row-at-a-time sum it replaces). Rows
-    neither cached nor weighted are not computed. Returns the rows computed.
-
-    ``direct`` (float64 ``data``, ``block == 1``, else a ``(0, 0)`` array):
-    the same rows are computed straight into their slots of ``direct`` (the
-    cache itself) instead of through a buffer and a copy -- on the ijcnn1
-    cache 3.5 GB fewer bytes written and read.
+    The rows are computed in blocks (:func:`_rows_block`) into ``buf``, or, when
+    ``direct`` (float64 ``data``, ``block == 1``, else a ``(0, 0)`` array) is
+    given and every row of the span is cached, straight into their slots of
+    the cache itself -- on the ijcnn1 cache 3.5 GB fewer bytes written and
+    read. Touches no shared state but its own rows of ``data``, so spans run
+    on concurrent threads (:meth:`KernelProblem._fill`).
     """
     n_pts = sqnorm.shape[0]
-    last = -1
-    for p in range(n_pts):
-        if weight[p] != 0.0:
-            last = p
-    stop = max(n_fill, last + 1)
-    if block > 1:  # whole aligned blocks only (ROW_BLOCK: the rows' bits)
-        stop = min(n_pts, -(-stop // block) * block)
-    chunk = 256 if block == 1 else block * max(1, 256 // block)
-    buf = np.empty((min(chunk, max(stop, 1)), n_pts))
-    done = 0
-    for b0 in range(0, stop, chunk):
-        b1 = min(b0 + chunk, stop)
-        if direct.shape[0] > 0 and b1 <= n_fill:
-            for p in range(b0, b1):
-                s = counters[3]
-                counters[3] += 1
-                owner[s] = p
-                slot_of[p] = s
-                row = direct[s, :n_pts]
-                _point_row(X, p, sqnorm, code, sigma, degree, coef0, row)
-                w = weight[p]
-                if w != 0.0:
-                    for q in range(n_pts):
-                        k0[q] += w * row[q]
-            done += b1 - b0
-            continue
-        if b0 >= n_fill:  # cache full: compute only the blocks with weight
-            any_w = False
-            for p in range(b0, b1):
-                if weight[p] != 0.0:
-                    any_w = True
-                    break
-            if not any_w:
-                continue
-        _rows_block(X, b0, b1, sqnorm, code, sigma, degree, coef0, block, buf)
-        done += b1 - b0
+    if direct.shape[0] > 0 and b1 <= n_fill:
         for p in range(b0, b1):
-            row = buf[p - b0]
-            w = weight[p]
-            if w != 0.0:
-                for q in range(n_pts):
-                    k0[q] += w * row[q]
-            if p < n_fill:
-                s = counters[3]
-                counters[3] += 1
-                owner[s] = p
-                slot_of[p] = s
-                for q in range(n_pts):
-                    data[s, q] = row[q]
-    return done
+            _point_row(X, p, sqnorm, code, sigma, degree, coef0, direct[p, :n_pts])
+        return
+    _rows_block(X, b0, b1, sqnorm, code, sigma, degree, coef0, block, buf)
+    for p in range(b0, min(b1, n_fill)):
+        row = buf[p - b0]
+        for q in range(n_pts):
+            data[p, q] = row[q]
+
+
+@njit(cache=True, nogil=True)
+def _add_weighted_rows(rows, r0, weight, b0, b1, k0):
+    """``k0[q] += weight[p] * rows[r0 + p - b0, q]`` for ``p = b0 .. b1-1`` in
+    ascending ``p``: Eq. 1.15's column summed in the order of the
+    row-at-a-time sum it replaces, whatever thread computed the rows."""
+    n_pts = k0.shape[0]
+    for p in range(b0, b1):
+        w = weight[p]
+        if w != 0.0:
+            r = r0 + p - b0
+            for q in range(n_pts):
+                k0[q] += w * rows[r, q]
 
 
 @dataclass
@@ -1234,7 +1219,9 @@ class KernelProblem:
     the rows of the first base points, in blocks, as many as it holds (all
     of them when the matrix fits); the balancing column of ``x_0`` is summed
     from the same blocks. The rows' values never depend on the cache size
-    (see ``ROW_BLOCK``), so neither does the solution.
+    (see ``ROW_BLOCK``), so neither does the solution. ``n_threads`` computes
+    the fill's spans of rows on that many threads (BLAS held to one thread
+    each); the cache is the same bit for bit for every ``n_threads``.
     """
 
     X: np.ndarray
@@ -1246,6 +1233,7 @@ class KernelProblem:
     extra_mean_idx: np.ndarray | None = None
     rows: np.ndarray | None = None
     cache_dtype: type = np.float64
+    n_threads: int = 1
 
     def __post_init__(self):
         if sp.issparse(self.X):
@@ -1285,13 +1273,7 @@ class KernelProblem:
             weight = np.bincount(idx, minlength=n_pts).astype(np.float64)
         k0 = np.zeros(n_pts)
         n_fill = min(self.capacity, n_pts)
-        self.counters[4] = _fill_cache(
-            self.points, self.sqnorm, weight, self.code, self.sigma, self.degree,
-            self.coef0, self.block, self.data, self.slot_of, self.owner,
-            self.counters, n_fill, k0,
-            self.data if self.block == 1 and dtype == np.float64 else
-            np.empty((0, 0)),
-        )
+        self.counters[4] = self._fill(weight, k0, n_fill)
         if self.has_x0:
             inv = 1.0 / idx.shape[0]
             k0 *= inv
@@ -1311,6 +1293,61 @@ class KernelProblem:
                 self.data[s, n_pts] = self.k00
         else:
             self.k0, self.k00 = np.zeros(0), 0.0
+
+    def _fill(self, weight, k0, n_fill):
+        """Rows of base points ``0 .. n_fill-1`` into slots ``0 .. n_fill-1``,
+        and ``k0[q] += weight[p] k(x_p, x_q)`` over every ``p`` with weight.
+
+        Spans of rows (whole ``ROW_BLOCK`` blocks: the rows' bits) are computed
+        on ``n_threads`` threads (:func:`_fill_span`, which releases the GIL)
+        in waves of one span per thread; after each wave the weighted rows are
+        added to ``k0`` in ascending ``p`` (:func:`_add_weighted_rows`), so the
+        cache and ``k0`` do not depend on the thread count. Rows neither cached
+        nor weighted are not computed. Returns the rows computed.
+        """
+        n_pts = self.sqnorm.shape[0]
+        weighted = np.flatnonzero(weight)
+        stop = max(n_fill, int(weighted[-1]) + 1 if weighted.size else 0)
+        block = self.block
+        if block > 1:
+            stop = min(n_pts, -(-stop // block) * block)
+        chunk = 256 if block == 1 else block * max(1, 256 // block)
+        spans = [(b0, min(b0 + chunk, stop)) for b0 in range(0, stop, chunk)]
+        # past the cached rows only the spans the balancing column needs
+        spans = [(a, b) for a, b in spans if a < n_fill or weight[a:b].any()]
+        self.owner[:n_fill] = np.arange(n_fill)
+        self.slot_of[:n_fill] = np.arange(n_fill)
+        self.counters[3] = n_fill
+        direct = (self.data if block == 1 and self.data.dtype == np.float64
+                  else np.empty((0, 0)))
+        n_threads = max(1, min(int(self.n_threads), len(spans)))
+        bufs = [np.empty((min(chunk, max(stop, 1)), n_pts)) for _ in range(n_threads)]
+
+        def compute(span, buf):
+            _fill_span(self.points, self.sqnorm, self.code, self.sigma,
+                       self.degree, self.coef0, block, span[0], span[1], n_fill,
+                       self.data, buf, direct)
+
+        def accumulate(span, buf):
+            a, b = span
+            if direct.shape[0] > 0 and b <= n_fill:
+                _add_weighted_rows(direct, a, weight, a, b, k0)
+            else:
+                _add_weighted_rows(buf, 0, weight, a, b, k0)
+
+        with one_blas_thread():
+            if n_threads == 1:
+                for span in spans:
+                    compute(span, bufs[0])
+                    accumulate(span, bufs[0])
+            else:
+                with ThreadPoolExecutor(max_workers=n_threads) as pool:
+                    for i in range(0, len(spans), n_threads):
+                        wave = spans[i:i + n_threads]
+                        list(pool.map(compute, wave, bufs))
+                        for span, buf in zip(wave, bufs, strict=False):
+                            accumulate(span, buf)
+        return sum(b - a for a, b in spans)
 
     @property
     def hit_rate(self) -> float:

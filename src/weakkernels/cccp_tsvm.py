@@ -19,6 +19,7 @@ each iteration (``objective_curve_``).
 
 from __future__ import annotations
 
+import functools
 import logging
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -45,6 +46,7 @@ from weakkernels._smo import (
     decision_values,
     default_max_iter,
     kernel_bound,
+    one_blas_thread,
 )
 from weakkernels._validation import (
     _SPARSE_FORMATS,
@@ -233,6 +235,20 @@ _COMMON_CONSTRAINTS = {
 }
 
 
+def _on_one_blas_thread(fit):
+    """``fit`` with BLAS on one thread (:func:`~weakkernels._smo.one_blas_thread`):
+    the kernel rows of the fill and of every cache miss keep their bits, so
+    the model is the same for every ``n_jobs`` and every cache size; the
+    fit's parallelism is ``n_jobs``."""
+
+    @functools.wraps(fit)
+    def fit_on_one_blas_thread(self, *args, **kwargs):
+        with one_blas_thread():
+            return fit(self, *args, **kwargs)
+
+    return fit_on_one_blas_thread
+
+
 class _CCCPBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
     """Prediction, probability calibration and model files for both estimators.
 
@@ -252,6 +268,7 @@ class _CCCPBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
             extra_mean_idx,
             rows,
             np.dtype(self.cache_dtype),
+            effective_n_jobs(self.n_jobs),
         )
 
     def _store_cache_stats(self, kp):
@@ -529,9 +546,11 @@ class RampSVM(_CCCPBase):
     shrinking : bool, default=True
         LIBSVM-style shrinking in the SMO solver.
     n_jobs : int or None, default=None
-        Threads for the one-vs-rest problems (more than two classes):
-        ``None`` one, ``-1`` every core (scikit-learn's convention, through
-        joblib's ``effective_n_jobs``). The problems run concurrently only when
+        Threads for the kernel cache fill and the one-vs-rest problems (more
+        than two classes): ``None`` one, ``-1`` every core (scikit-learn's
+        convention, through joblib's ``effective_n_jobs``). The fill computes
+        spans of kernel rows on the threads (one BLAS thread each), for any
+        number of classes. The problems run concurrently only when
         the whole kernel matrix is in the cache (``cache_rows_`` covers every
         point, the default when it fits in ``cache_size``): they then only read
         the shared rows. With a partial cache, or two classes, they run one
@@ -610,6 +629,7 @@ class RampSVM(_CCCPBase):
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @_on_one_blas_thread
     def fit(self, X, y):
         """Fit by CCCP (Algorithm 1.2); one-vs-rest beyond two classes.
 
@@ -819,6 +839,7 @@ class CCCPTSVM(_CCCPBase):
         self.n_jobs = n_jobs
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @_on_one_blas_thread
     def fit(self, X, y):
         """Fit by CCCP (Algorithm 1.3).
 
