@@ -425,8 +425,9 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
             problem, spec, solver=self.solver, max_blocks=max_blocks, n_iter=T,
             batch_size=self.batch_size,
             step=lambda t, T: step_size(schedule, eta0, t, T),
-            # the concave-convex steps are their own continuation from the
-            # supervised start: the C*-fraction stages cost g241n 3.8 pp
+            # the concave-convex steps are their own continuation from their
+            # start (the supervised machine, or the constant mean_L y with
+            # balance="mean"): the C*-fraction stages cost g241n 3.8 pp
             anneal=0.0 if cccp else float(self.anneal), tol=float(self.tol),
             seed=seed,
             monitor=monitor, monitor_every=self.callback_every,
