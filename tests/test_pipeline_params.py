@@ -94,6 +94,76 @@ def test_scalar_tune_space_values_reach_train(tmp_path):
     assert best["svc/toy"]["params"]["C"] == 3.0
 
 
+def test_tune_space_shapes_are_checked():
+    ok = params()
+    ok["tune"]["space"] = {"tsgs3vm": {"unlabeled_loss": {"choices": ["da",
+                                                                      "ramp_cccp"]}},
+                           "cccp_tsvm": {"s": {"choices": [-0.3, -0.1]}},
+                           "svc": {"C": [1, 100, True]}}
+    validate_params(ok)
+    p = params()
+    p["tune"]["space"] = {
+        "tsgs3vm": {"unlabeled_loss": ["da", "ramp_cccp"],  # a range of a string
+                    "nonsense": 1.0,
+                    "C": [10, 1],
+                    "s": {"choices": [-0.3]},
+                    "anneal": {"low": 0, "high": 1}},
+        "svc": {"gamma": {"choices": ["scale", 0.1]}},  # the factory never reads it
+    }
+    with pytest.raises(ParamsError) as err:
+        validate_params(p)
+    msg = str(err.value)
+    assert "6 problem(s)" in msg
+    for needle in ("tune.space.tsgs3vm.unlabeled_loss: a range only for a searched",
+                   "tune.space.tsgs3vm.nonsense: tsgs3vm has no parameter",
+                   "tune.space.tsgs3vm.C: expected [low, high]",
+                   "tune.space.tsgs3vm.s.choices: expected a list of at least two",
+                   "tune.space.tsgs3vm.anneal: a map must be {choices: [...]}",
+                   "tune.space.svc.gamma: svc has no parameter 'gamma'"):
+        assert needle in msg
+
+
+def test_categorical_tune_space_is_searched_and_reaches_train(tmp_path):
+    """``{choices: [...]}`` is an Optuna categorical: every trial draws it, the
+    first trial starts from the constructor default when it is a choice, and
+    the tune record carries the chosen value to train."""
+    import numpy as np
+    import optuna
+
+    from _pipeline import tune_cfg
+    from weakkernels.pipeline.registry import start_params
+    from weakkernels.pipeline.search import study_name, tune
+    from weakkernels.pipeline.splits import ssl_split
+    from weakkernels.pipeline.storage import save_npz
+
+    choices = {"choices": ["auto", "shg", "ramp_cccp"]}
+    assert start_params("tsgs3vm", {"unlabeled_loss": choices})["unlabeled_loss"] \
+        == "auto"
+    assert "unlabeled_loss" not in start_params(
+        "tsgs3vm", {"unlabeled_loss": {"choices": ["shg", "ramp_cccp"]}})
+    rng = np.random.default_rng(0)
+    X = np.r_[rng.normal(0, 1, (100, 3)), rng.normal(1.5, 1, (100, 3))]
+    y = np.r_[np.zeros(100, np.int64), np.ones(100, np.int64)]
+    save_npz(tmp_path / "prep" / "toy.npz", X=X, y=y, classes=np.array([0.0, 1.0]))
+    split = tmp_path / "splits" / "toy" / "ssl_seed0.npz"
+    save_npz(split, **ssl_split(y, n_labeled=30, n_unlabeled=[40], n_val=40,
+                                n_test=40, seed=0))
+    space = {"tsgs3vm": {"unlabeled_loss": choices}}
+    cfg = tune_cfg(n_trials=4, storage=f"sqlite:///{tmp_path}/o.db", space=space,
+                   start_with_defaults=True)
+    best = tune([("tsgs3vm", "toy")], tmp_path / "prep", tmp_path / "splits", cfg,
+                {"fixed": {}}, root=tmp_path, log_mlflow=False)
+    rec = best["tsgs3vm/toy"]
+    assert rec["params"]["unlabeled_loss"] in choices["choices"]
+    name = study_name("tsgs3vm", "toy", split, {}, space["tsgs3vm"], cfg, 40)
+    study = optuna.load_study(study_name=name, storage=cfg["storage"])
+    trials = study.get_trials(deepcopy=False)
+    assert len(trials) == 4
+    assert trials[0].params["unlabeled_loss"] == "auto"
+    assert all(t.params["unlabeled_loss"] in choices["choices"] for t in trials)
+    assert rec["params"] == study.best_trial.params
+
+
 def _leaf_paths(schema: dict, prefix=()) -> list[tuple[str, ...]]:
     """Every key the schema declares (a nested dict is a section)."""
     out = []

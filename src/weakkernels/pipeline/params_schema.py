@@ -27,6 +27,7 @@ Rules
 from __future__ import annotations
 
 import difflib
+import inspect
 import os
 import re
 import warnings
@@ -37,7 +38,7 @@ from typing import Any
 import yaml
 
 from weakkernels.pipeline.datasets import DATASETS
-from weakkernels.pipeline.registry import MODELS, check_fixed_vs_searched
+from weakkernels.pipeline.registry import MODELS, check_fixed_vs_searched, is_choices
 
 __all__ = ["ParamsError", "SCHEMA", "load_params", "validate_params"]
 
@@ -234,6 +235,59 @@ def _fixed_vs_searched(params: Mapping) -> list[str]:
     return out
 
 
+_CHOICE_TYPES = (str, bool, int, float)  # what Optuna stores for a categorical
+
+
+def _space_errors(params: Mapping) -> list[str]:
+    """Shapes of ``tune.space.<model>.<param>``: a scalar (fixed), a range
+    ``[low, high]`` / ``[low, high, log]`` of a parameter the model searches,
+    or ``{choices: [...]}`` over a searched parameter or a constructor
+    parameter of this package's estimators. Anything
+    else used to be ignored without a word (a range of an unsearched
+    parameter was never sampled)."""
+    tune = params.get("tune")
+    space = tune.get("space") if isinstance(tune, Mapping) else None
+    if not isinstance(space, Mapping):
+        return []
+    out = []
+    for model, per in space.items():
+        if model not in MODELS or per is None:
+            continue  # unknown models: reported with models.names' check
+        if not isinstance(per, Mapping):
+            out.append(f"tune.space.{model}: expected a map of parameters")
+            continue
+        spec = MODELS[model]
+        # this package's factories pass every parameter to the constructor; a
+        # baseline's factory reads only its searched ones
+        takes = set(spec.space) | ({
+            k for k in inspect.signature(spec.cls.__init__).parameters
+            if k != "self"} if spec.ours else set())
+        for key, ov in per.items():
+            where = f"tune.space.{model}.{key}"
+            if key not in takes:
+                out.append(f"{where}: {model} has no parameter {key!r}; searched: "
+                           f"{sorted(spec.space)}")
+            elif is_choices(ov):
+                ch = ov["choices"]
+                if (not isinstance(ch, list) or len(ch) < 2
+                        or not all(isinstance(c, _CHOICE_TYPES) for c in ch)):
+                    out.append(f"{where}.choices: expected a list of at least two "
+                               f"strings / numbers / booleans, got {ch!r}")
+            elif isinstance(ov, Mapping):
+                out.append(f"{where}: a map must be {{choices: [...]}}, got {ov!r}")
+            elif isinstance(ov, list):
+                if key not in spec.space:
+                    out.append(f"{where}: a range only for a searched parameter "
+                               f"({sorted(spec.space)}); a categorical search "
+                               "is {choices: [...]}")
+                elif (len(ov) not in (2, 3)
+                      or not all(isinstance(v, int | float) for v in ov[:2])
+                      or ov[0] > ov[1]):
+                    out.append(f"{where}: expected [low, high] or [low, high, log] "
+                               f"with low <= high, got {ov!r}")
+    return out
+
+
 def _unknown_names(where: str, names: Any, known: Mapping, what: str) -> list[str]:
     """Names in ``names`` missing from ``known``, each with the nearest valid
     one (difflib) -- an unknown model used to pass here and fail later with
@@ -269,6 +323,7 @@ def validate_params(params: Any, *, source: str = "params.yaml") -> dict:
                 f"{section}.{key}",
                 node.get(key) if isinstance(node, Mapping) else None, known, what))
         errors.extend(_fixed_vs_searched(params))
+        errors.extend(_space_errors(params))
         storage = (params.get("tune") or {}).get("storage")
         if isinstance(storage, str) and _PASSWORD_IN_URL.search(storage):
             errors.append("tune.storage: the URL holds a password; put the URL in "

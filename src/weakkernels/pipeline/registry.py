@@ -52,6 +52,7 @@ __all__ = [
     "ValidationMonitor",
     "build",
     "check_fixed_vs_searched",
+    "is_choices",
     "load_model",
     "make",
     "objective",
@@ -391,10 +392,21 @@ MODELS: dict[str, ModelSpec] = {
 _RULES = {"sigma_rel": 1.0, "c_star_scale": 1.0}
 
 
+def _constructor_default(name: str, key: str, usable):
+    """The default of constructor parameter ``key`` in the first class of
+    ``start_from`` whose default is ``usable``, else None."""
+    for cls in MODELS[name].start_from:
+        param = inspect.signature(cls.__init__).parameters.get(key)
+        if param is not None and usable(param.default):
+            return param.default
+    return None
+
+
 def start_params(name: str, overrides: dict | None = None) -> dict:
     """The first configuration a study of ``name`` tries: each searched
     parameter at its rule (``sigma_rel``, ``c_star_scale`` = 1) or at the
-    constructor default of the first class of ``start_from`` that has it.
+    constructor default of the first class of ``start_from`` that has it
+    (a categorical parameter too, when its default is one of the choices).
 
     A value that is missing, fixed by ``overrides`` or outside the (possibly
     overridden) range is left out, so the sampler draws it.  Starting every
@@ -402,19 +414,22 @@ def start_params(name: str, overrides: dict | None = None) -> dict:
     never ends worse than its random draws *and* the default (paper 004 picks
     C* by the rule before any search)."""
     out = {}
+    for key, ov in (overrides or {}).items():
+        if is_choices(ov):  # the constructor default, when it is a choice
+            value = _constructor_default(name, key,
+                                         lambda v, c=ov["choices"]: v in c)
+            if value is not None:
+                out[key] = value
     for key, (kind, low, high, _log) in MODELS[name].space.items():
         ov = (overrides or {}).get(key)
         if ov is not None and not isinstance(ov, list | tuple):
-            continue  # fixed: not a trial parameter
+            continue  # fixed, or a categorical choice (above)
         if ov is not None:
             low, high = ov[0], ov[1]
         value = _RULES.get(key)
-        for cls in MODELS[name].start_from:
-            if value is not None:
-                break
-            param = inspect.signature(cls.__init__).parameters.get(key)
-            if param is not None and isinstance(param.default, int | float):
-                value = param.default
+        if value is None:
+            value = _constructor_default(name, key,
+                                         lambda v: isinstance(v, int | float))
         if value is None or isinstance(value, bool) or not low <= value <= high:
             continue
         out[key] = int(value) if kind == "int" else float(value)
@@ -429,15 +444,29 @@ def check_models(names) -> None:
         raise KeyError(f"unknown model(s) {unknown}; known: {sorted(MODELS)}")
 
 
+def is_choices(value) -> bool:
+    """A categorical search override, ``{"choices": [v1, v2, ...]}``."""
+    return isinstance(value, Mapping) and set(value) == {"choices"}
+
+
 def suggest(trial, name: str, overrides: dict | None = None) -> dict:
     """Sample the search space of ``name`` with an Optuna trial.
 
     ``overrides`` (from ``params.yaml``) may replace a range with
-    ``[low, high]`` / ``[low, high, log]`` or fix a value with a scalar.
+    ``[low, high]`` / ``[low, high, log]``, fix a value with a scalar, or
+    search a constructor parameter among ``{"choices": [...]}`` (Optuna's
+    ``suggest_categorical``; e.g. TSGS3VM's ``unlabeled_loss``).
     """
     out = {}
-    for key, (kind, low, high, log) in MODELS[name].space.items():
+    space = MODELS[name].space
+    for key, ov in (overrides or {}).items():
+        if key not in space and is_choices(ov):
+            out[key] = trial.suggest_categorical(key, list(ov["choices"]))
+    for key, (kind, low, high, log) in space.items():
         ov = (overrides or {}).get(key)
+        if is_choices(ov):
+            out[key] = trial.suggest_categorical(key, list(ov["choices"]))
+            continue
         if ov is not None and not isinstance(ov, list | tuple):
             out[key] = ov
             continue

@@ -48,6 +48,7 @@ from weakkernels.pipeline.registry import (
     ValidationMonitor,
     build,
     check_fixed_vs_searched,
+    is_choices,
     objective,
     scores,
     start_params,
@@ -447,7 +448,8 @@ def _run_study(name, storage, model, dataset, X, y, split, n_u, fixed, overrides
         # Values fixed through tune.space (scalars) are not trial parameters, but
         # train needs them too.
         pinned = {k: v for k, v in (overrides or {}).items()
-                  if v is not None and not isinstance(v, list | tuple)}
+                  if v is not None and not isinstance(v, list | tuple)
+                  and not is_choices(v)}
         params, val_loss, fallback = dict(bt.params), float(bt.value), None
         if (cfg["c_star_fallback"] == "one_se" and MODELS[model].c_star
                 and MODELS[model].task == "ssl" and "c_star_scale" in params):
