@@ -109,17 +109,21 @@ def test_tune_space_shapes_are_checked():
                     "s": {"choices": [-0.3]},
                     "anneal": {"low": 0, "high": 1}},
         "svc": {"gamma": {"choices": ["scale", 0.1]}},  # the factory never reads it
+        "cccp_tsvm": {"sigma": {"choices": [0.1, 1.0]},  # replaced by sigma_rel
+                      "C_star": 0.5},  # set from C and c_star_scale
     }
     with pytest.raises(ParamsError) as err:
         validate_params(p)
     msg = str(err.value)
-    assert "6 problem(s)" in msg
+    assert "8 problem(s)" in msg
     for needle in ("tune.space.tsgs3vm.unlabeled_loss: a range only for a searched",
                    "tune.space.tsgs3vm.nonsense: tsgs3vm has no parameter",
                    "tune.space.tsgs3vm.C: expected [low, high]",
                    "tune.space.tsgs3vm.s.choices: expected a list of at least two",
                    "tune.space.tsgs3vm.anneal: a map must be {choices: [...]}",
-                   "tune.space.svc.gamma: svc has no parameter 'gamma'"):
+                   "tune.space.svc.gamma: svc has no parameter 'gamma'",
+                   "tune.space.cccp_tsvm.sigma: every fit sets it from sigma_rel",
+                   "tune.space.cccp_tsvm.C_star: every fit sets it from C and"):
         assert needle in msg
 
 

@@ -94,6 +94,7 @@ _EPS = float(np.finfo(np.float64).eps)
 ROW_BLOCK = 32
 BLOCK_MIN_FEATURES = 64
 
+
 def one_blas_thread():
     """Context in which BLAS runs on one thread (threadpoolctl).
 

@@ -236,6 +236,21 @@ def _fixed_vs_searched(params: Mapping) -> list[str]:
 
 
 _CHOICE_TYPES = (str, bool, int, float)  # what Optuna stores for a categorical
+# constructor parameters every fit sets itself (registry.build / _ours): from
+# the fit's context, or from a searched parameter
+_FROM_CONTEXT = ("random_state", "callback", "callback_every")
+
+
+def _set_by_fit(spec, key: str) -> str | None:
+    """Where every fit takes constructor parameter ``key`` from, when it is
+    not the tuned value: a searched parameter, or the fit's context."""
+    if key in _FROM_CONTEXT:
+        return "the fit's context"
+    if key == "sigma" and "sigma_rel" in spec.space:
+        return "sigma_rel"
+    if key == "C_star" and spec.c_star:
+        return "C and c_star_scale"
+    return None
 
 
 def _space_errors(params: Mapping) -> list[str]:
@@ -267,6 +282,9 @@ def _space_errors(params: Mapping) -> list[str]:
             if key not in takes:
                 out.append(f"{where}: {model} has no parameter {key!r}; searched: "
                            f"{sorted(spec.space)}")
+            elif src := _set_by_fit(spec, key):
+                out.append(f"{where}: every fit sets it from {src}; search or fix "
+                           "that instead")
             elif is_choices(ov):
                 ch = ov["choices"]
                 if (not isinstance(ch, list) or len(ch) < 2
