@@ -159,9 +159,15 @@ def render_records(spec: dict) -> str:
     object of records is read in order, each record's name as ``_key``.
     ``expand`` names a list inside a record (e.g. every fit of a grid): the
     record then gives one row per item, the item's keys over the record's,
-    the record itself under ``_parent``; a record without it is one row."""
+    the record itself under ``_parent``; a record without it is one row.
+    ``mean_by`` (a key) adds, after the rows, one row per value of that key:
+    "mean of n" (n rows) in the first column, the key's value in its own,
+    and the mean of each column whose key is listed in ``mean_of`` over the
+    rows of that value (a row without the number left out; other cells
+    empty)."""
     cols = spec["columns"]
     out = ["| " + " | ".join(c[0] for c in cols) + " |", "|" + "---|" * len(cols)]
+    groups: dict = {}  # mean_by value -> the rows shown with it
     for f in spec["files"]:
         data = json.loads((ROOT / f).read_text())
         records = _get(data, spec["path"]) if spec.get("path") else data
@@ -176,6 +182,22 @@ def render_records(spec: dict) -> str:
                 continue
             out.append("| " + " | ".join(
                 _cell(_get(rec, c[1]), *c[2:4]) for c in cols) + " |")
+            if spec.get("mean_by"):
+                groups.setdefault(_get(rec, spec["mean_by"]), []).append(rec)
+    for value, recs in groups.items():
+        cells = []
+        for c in cols:
+            vals = [v for v in (_get(r, c[1]) for r in recs)
+                    if isinstance(v, (int, float)) and not isinstance(v, bool)]
+            if c[1] == spec["mean_by"]:
+                cells.append(_cell(value, *c[2:4]))
+            elif c[1] in spec.get("mean_of", []) and vals:
+                cells.append(_cell(statistics.fmean(vals), *c[2:4]))
+            else:
+                cells.append("")
+        label = f"mean of {len(recs)}"
+        cells[0] = f"{cells[0]} ({label})" if cells[0] else label
+        out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 

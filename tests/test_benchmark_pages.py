@@ -116,3 +116,26 @@ def test_include_keeps_a_scripts_table_from_its_first_row(tmp_path):
                                   "from": "| U"})
     assert got.startswith("| U | s |\n|---|---|\n| 5000 | 3.29 |")
     assert got.endswith(f"<sub>Rendered from `{f}`.</sub>")
+
+
+def test_records_mean_by_a_key_averages_the_listed_columns(tmp_path):
+    """``mean_by``: one row per value of the key after the rows, the mean of
+    the ``mean_of`` columns over that value's rows (a missing number left
+    out), the other cells empty."""
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps([{"U": 10, "err": 0.10, "cpu": 3.0, "seed": None},
+                             {"U": 20, "err": 0.30, "cpu": 8.0, "seed": None}]))
+    b.write_text(json.dumps([{"U": 10, "err": 0.20, "cpu": None, "seed": 1},
+                             {"U": 10, "err": 0.40, "cpu": 5.0, "seed": 2}]))
+    got = pages.render_records({
+        "files": [str(a), str(b)], "mean_by": "U", "mean_of": ["err", "cpu"],
+        "columns": [["seed", "seed"], ["U", "U"],
+                    ["error %", "err", "{:.1f}", 100], ["cpu", "cpu"]]})
+    assert got.splitlines()[2:] == [
+        "| – | 10 | 10.0 | 3.0 |", "| – | 20 | 30.0 | 8.0 |",
+        "| 1 | 10 | 20.0 | – |", "| 2 | 10 | 40.0 | 5.0 |",
+        "| mean of 3 | 10 | 23.3 | 4.0 |", "| mean of 1 | 20 | 30.0 | 8.0 |"]
+    first = pages.render_records({
+        "files": [str(b)], "mean_by": "U", "mean_of": ["err"],
+        "columns": [["U", "U"], ["error %", "err", "{:.0f}", 100]]})
+    assert first.splitlines()[-1] == "| 10 (mean of 2) | 30 |"
