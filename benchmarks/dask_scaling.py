@@ -30,8 +30,9 @@ from distributed import Client, LocalCluster, wait
 
 from weakkernels._dask import DaskRows
 from weakkernels._dsg import Problem, RowLoss, _PrimalSet
+from weakkernels._threads import one_blas_thread
 from weakkernels.pipeline.synthetic import SYNTHETIC, synthetic_rows
-from weakkernels.random_features import FeatureSpec, blas_single_thread
+from weakkernels.random_features import FeatureSpec
 from weakkernels.tsgs3vm import unlabeled_loss, unlabeled_loss_grad
 
 CHUNK_ROWS = 1 << 18
@@ -93,7 +94,7 @@ def measure_local(paths, n_rows: int, passes: int) -> dict:
                     False, None)
     loss = RowLoss(shg, 1, n_rows, 1.0)
     times, cpus = [], []
-    with blas_single_thread():
+    with one_blas_thread():
         for _ in range(passes):
             c, t = time.process_time(), time.perf_counter()
             value, back, _ = ps.fused(v32, shift, loss)

@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
+from weakkernels._threads import one_blas_thread
 from weakkernels.kernels import kernel_matrix
 from weakkernels.random_features import (
     FeatureSpec,
     RandomFeatures,
     _fast_cos,
-    blas_single_thread,
 )
 
 
@@ -122,7 +122,7 @@ def test_serial_and_parallel_kernels_are_bit_identical():
     try:
         for threads in (1, 2):
             numba.set_num_threads(threads)
-            with blas_single_thread():
+            with one_blas_thread():
                 outs.append(spec.decision(X, coef, 8))
     finally:
         numba.set_num_threads(old)

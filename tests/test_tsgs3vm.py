@@ -11,8 +11,9 @@ from tests._data import two_gaussians
 
 from weakkernels import FRS3VM, TSGS3VM, ModelFormatError, load
 from weakkernels._dsg import FunctionalModel, step_size
+from weakkernels._threads import one_blas_thread
 from weakkernels.kernels import kernel_matrix
-from weakkernels.random_features import FeatureSpec, blas_single_thread
+from weakkernels.random_features import FeatureSpec
 from weakkernels.tsgs3vm import (
     UNLABELED_LOSSES,
     hinge_grad,
@@ -74,7 +75,7 @@ def test_triply_stochastic_gradient_is_unbiased():
     exact = -gamma * kernel_matrix(Xs, X, "rbf", 0.4) @ G
     acc = np.zeros_like(exact)
     n_seeds = 600
-    with blas_single_thread():
+    with one_blas_thread():
         for seed in range(n_seeds):
             spec = FeatureSpec("rbf", 0.4, 2, 1.0, 3, 32, seed, np.float64)
             model = FunctionalModel(spec, 1, 10)

@@ -55,6 +55,7 @@ from weakkernels._dsg import (
     fused_chunk,
     primal_chunk,
 )
+from weakkernels._threads import one_blas_thread_cached
 from weakkernels.random_features import as_compute_rows
 
 _INSTALL_HINT = "pip install 'weakkernels[dask]'"
@@ -124,30 +125,11 @@ _FREQUENCIES: dict = {}
 _FREQUENCIES_KEPT = 4
 
 
-# One threadpoolctl controller per worker process: ``threadpool_limits``
-# (weakkernels.random_features.blas_single_thread) inspects every loaded
-# library at each call -- 3.8 ms of CPU measured in a process that imported
-# scikit-learn, more than a small chunk task's own arithmetic -- while a
-# controller made once sets the same limit in 0.02 ms. The task functions
-# import numpy, scipy and scikit-learn (through weakkernels) before the first
-# call, so every BLAS the tasks use is loaded when it is made.
-_CONTROLLER = []
-
-
-def _one_blas_thread():
-    """The one-BLAS-thread context of the in-memory solver, for a task."""
-    if not _CONTROLLER:
-        from threadpoolctl import ThreadpoolController
-
-        _CONTROLLER.append(ThreadpoolController())
-    return _CONTROLLER[0].limit(limits=1, user_api="blas")
-
-
 def _frequencies(shared):
     token, spec, n_blocks = shared
     got = _FREQUENCIES.get(token)
     if got is None:
-        with _one_blas_thread():
+        with one_blas_thread_cached():
             got = spec.blocks(0, n_blocks)
         while len(_FREQUENCIES) >= _FREQUENCIES_KEPT:
             _FREQUENCIES.pop(next(iter(_FREQUENCIES)))
@@ -240,7 +222,7 @@ def _aligned(a):
 # task first would round by Dask chunk.
 def _forward_task(shared, norm, block, sel, v32):
     v32 = _aligned(v32)
-    with _one_blas_thread():
+    with one_blas_thread_cached():
         parts = [(P @ v32).astype(np.float64)
                  for _, _, P in _chunks(shared, norm, block, sel)]
     return np.concatenate(parts) if parts else np.zeros((0, v32.shape[1]))
@@ -248,7 +230,7 @@ def _forward_task(shared, norm, block, sel, v32):
 
 def _backward_task(shared, norm, block, sel, g32):
     g32 = _aligned(g32)
-    with _one_blas_thread():
+    with one_blas_thread_cached():
         return [(P.T @ g32[c0:c1]).astype(np.float64)
                 for c0, c1, P in _chunks(shared, norm, block, sel)]
 
@@ -258,7 +240,7 @@ def _fused_task(shared, norm, block, sel, pointwise, v32, shift, s, m, w):
     v32, shift = _aligned(v32), _aligned(shift)
     rows = sel[1]
     parts = []
-    with _one_blas_thread():
+    with one_blas_thread_cached():
         for c0, c1, P in _chunks(shared, norm, block, sel):
             r = (np.arange(rows[0] + c0, rows[0] + c1) if isinstance(rows, tuple)
                  else rows[c0:c1])
@@ -267,7 +249,7 @@ def _fused_task(shared, norm, block, sel, pointwise, v32, shift, s, m, w):
 
 
 def _mean_task(shared, norm, block, sel):
-    with _one_blas_thread():
+    with one_blas_thread_cached():
         return [P.sum(axis=0, dtype=np.float64)
                 for _, _, P in _chunks(shared, norm, block, sel)]
 

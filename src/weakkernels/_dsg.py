@@ -31,11 +31,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from weakkernels._constraints import RANDOM_FEATURE_CONSTRAINTS, SIGMA_OR_SCALE
+from weakkernels._threads import one_blas_thread
 from weakkernels._validation import available_memory, check_divergence
 from weakkernels.random_features import (
     FeatureSpec,
     NystromSpec,
-    blas_single_thread,
     spec_from_state,
 )
 
@@ -103,7 +103,7 @@ class FunctionalModel:
     # -- evaluation ----------------------------------------------------------
     def evaluate(self, X: np.ndarray) -> np.ndarray:
         """``f(X)`` (n, K) in float64 with the cached blocks (call inside
-        :func:`weakkernels.random_features.blas_single_thread`)."""
+        :func:`weakkernels._threads.one_blas_thread`)."""
         out = np.zeros((X.shape[0], self.K), dtype=np.float64)
         F = self.n_features
         if F == 0:
@@ -751,7 +751,7 @@ def _fit_sgd(problem, spec, max_blocks, T, batch_size, step, anneal, seed,
     rng = np.random.Generator(np.random.Philox(key=seed))
     b = np.zeros(K)
     curve = []
-    with blas_single_thread():
+    with one_blas_thread():
         for t in range(T):
             # sorted: sequential reads when a set lives on disk
             idx = [np.sort(rng.integers(0, n, size=k))
@@ -795,7 +795,7 @@ def solve_quadratic(spec, n_blocks: int, sets, q, lin, lam: float,
 
     dtype = spec.dtype
     model = FunctionalModel(spec, 1, n_blocks)
-    with blas_single_thread():
+    with one_blas_thread():
         W, second = spec.blocks(0, n_blocks)
         norm = dtype.type(1.0 / np.sqrt(n_blocks))
         D = W.shape[-1]
@@ -1006,7 +1006,7 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
     K, lam, dtype = problem.K, problem.lam, spec.dtype
     sizes = problem.sizes()
     model = FunctionalModel(spec, K, n_blocks)
-    with blas_single_thread():
+    with one_blas_thread():
         W, second = spec.blocks(0, n_blocks)
     # psi = features / sqrt(n_blocks): psi psi' approximates the kernel, so
     # ||v||^2 is the RKHS norm of f = psi v in the random-feature space.
@@ -1110,7 +1110,7 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
     z = np.zeros(D * K + (K if state["free"] else 0))
     curve, n_iter, gtol = [], 0, None
     try:
-        with blas_single_thread():
+        with one_blas_thread():
             for k, w in plan:
                 if k != cur["level"]:
                     enter(k)

@@ -58,8 +58,8 @@ import scipy.sparse as sp
 from numba import njit
 from numba.core import types
 from numba.extending import overload
-from threadpoolctl import threadpool_limits
 
+from weakkernels._threads import one_blas_thread
 from weakkernels._validation import available_memory
 from weakkernels.kernels import KERNEL_CODES
 
@@ -93,19 +93,6 @@ _EPS = float(np.finfo(np.float64).eps)
 # row-at-a-time loop of :func:`_kernel_row`.
 ROW_BLOCK = 32
 BLOCK_MIN_FEATURES = 64
-
-
-def one_blas_thread():
-    """Context in which BLAS runs on one thread (threadpoolctl).
-
-    A dense block of kernel rows is one dgemm (``ROW_BLOCK``), and OpenBLAS
-    splits a product differently for different thread counts: measured, 0.25 %
-    of the entries of a 700-point cache moved by 1-3 ulp between one and two
-    BLAS threads. Rows computed on one BLAS thread keep the same bits whoever
-    computes them (the fill's threads, a cache miss) and whatever the
-    machine's BLAS setting; the parallelism is our own threads (``n_jobs``).
-    """
-    return threadpool_limits(limits=1, user_api="blas")
 
 
 # Default kernel cache: this fraction of the memory the OS reports available
@@ -1322,7 +1309,12 @@ class KernelProblem:
         direct = (self.data if block == 1 and self.data.dtype == np.float64
                   else np.empty((0, 0)))
         n_threads = max(1, min(int(self.n_threads), len(spans)))
-        bufs = [np.empty((min(chunk, max(stop, 1)), n_pts)) for _ in range(n_threads)]
+        # a span served straight into the float64 cache needs no buffer: a
+        # fully cached direct fill allocates none (each is chunk x n_pts
+        # float64, 123 MB per thread at MNIST's 60 000 points)
+        buffered = not direct.shape[0] or any(b > n_fill for _, b in spans)
+        rows = min(chunk, max(stop, 1)) if buffered else 0
+        bufs = [np.empty((rows, n_pts)) for _ in range(n_threads)]
 
         def compute(span, buf):
             _fill_span(self.points, self.sqnorm, self.code, self.sigma,

@@ -46,8 +46,8 @@ from weakkernels._smo import (
     decision_values,
     default_max_iter,
     kernel_bound,
-    one_blas_thread,
 )
+from weakkernels._threads import one_blas_thread
 from weakkernels._validation import (
     _SPARSE_FORMATS,
     LabeledScoreMixin,
@@ -236,7 +236,7 @@ _COMMON_CONSTRAINTS = {
 
 
 def _on_one_blas_thread(fit):
-    """``fit`` with BLAS on one thread (:func:`~weakkernels._smo.one_blas_thread`):
+    """``fit`` with BLAS on one thread (:func:`~weakkernels._threads.one_blas_thread`):
     the kernel rows of the fill and of every cache miss keep their bits, so
     the model is the same for every ``n_jobs`` and every cache size; the
     fit's parallelism is ``n_jobs``."""

@@ -65,6 +65,7 @@ from weakkernels._dsg import (
     seeded_sample,
     set_expansion_state,
 )
+from weakkernels._threads import one_blas_thread
 from weakkernels._validation import (
     LabeledScoreMixin,
     check_divergence,
@@ -75,7 +76,6 @@ from weakkernels._validation import (
 from weakkernels.random_features import (
     NystromSpec,
     as_compute_rows,
-    blas_single_thread,
     seed_from_random_state,
 )
 
@@ -556,7 +556,7 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         )
         self.n_iter_ = result.n_iter
         self.objective_curve_ = result.objective_curve
-        with blas_single_thread():
+        with one_blas_thread():
             self._set_model_state(result.model, XU_thr)
         result.model.release()
         XL = X[labeled]

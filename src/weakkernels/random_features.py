@@ -38,9 +38,9 @@ from numba import njit, prange
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
-from threadpoolctl import threadpool_limits
 
 from weakkernels._constraints import RANDOM_FEATURE_CONSTRAINTS
+from weakkernels._threads import one_blas_thread
 from weakkernels._validation import _canonical_csr, _precheck_sparse
 from weakkernels.kernels import KERNEL_CODES, RANDOM_FEATURE_KERNELS
 
@@ -589,7 +589,7 @@ class FeatureSpec:
         Fourier kernels: GEMM into a reused buffer (a fresh n x F array per call
         costs page faults that dominate small batches), then the fused
         cosine-dot kernel; the n x F feature matrix is never kept.
-        Call inside :func:`blas_single_thread` -- see there for why.
+        Call inside :func:`weakkernels._threads.one_blas_thread` -- see there for why.
         """
         if not self.is_fourier:
             Phi = self.features(X, W, second)
@@ -630,7 +630,7 @@ class FeatureSpec:
             blocks_per_chunk = max(1, feats // self.block_size)
         coefT = np.ascontiguousarray(coefT, dtype=self.dtype)
         B = self.block_size
-        with blas_single_thread():
+        with one_blas_thread():
             for r0 in range(0, n, _PREDICT_ROWS):
                 r1 = min(n, r0 + _PREDICT_ROWS)
                 Xc = as_compute_rows(X[r0:r1], self.dtype)
@@ -733,7 +733,7 @@ class NystromSpec:
         # L^-T, 2e-3 in the decision values on cod-rna), and a model file
         # reloaded in a process with another thread count -- a Dask worker --
         # must give the fitted model's scores
-        with blas_single_thread():
+        with one_blas_thread():
             K = np.exp(-self.sigma * np.maximum(
                 sq[:, None] + sq[None, :] - 2 * Z @ Z.T, 0.0))
             K[np.diag_indices_from(K)] += self.JITTER
@@ -808,7 +808,7 @@ class NystromSpec:
         float64, the whitening folded into the coefficients once."""
         out = np.zeros((X.shape[0], coefT.shape[0]), dtype=np.float64)
         rows = max(1, _GEMM_ELEMS // max(self.block_size, 1))
-        with blas_single_thread():
+        with one_blas_thread():
             alpha = self._fold(coefT)
             for r0 in range(0, X.shape[0], rows):
                 G = self._kernel(X[r0:r0 + rows], self._W, self._sq)
@@ -832,17 +832,6 @@ def spec_from_state(meta: dict, arrays: dict):
         return NystromSpec(meta["kernel"], meta["sigma"], Z, np.dtype(meta["dtype"]),
                            meta["seed"])
     return FeatureSpec.from_dict(meta)
-
-
-def blas_single_thread():
-    """Context: BLAS on one thread while our numba kernels run in parallel.
-
-    OpenBLAS worker threads keep spinning after a GEMM returns; on a 2-core
-    machine they then fight numba's threads and a small-batch step ran ~20x
-    slower (measured: 30 M vs 1.5 G evaluations/s). One BLAS thread per call,
-    parallelism from numba.
-    """
-    return threadpool_limits(limits=1, user_api="blas")
 
 
 def seed_from_random_state(random_state) -> int:

@@ -53,6 +53,7 @@ from weakkernels._dsg import (
     set_expansion_state,
     step_size,
 )
+from weakkernels._threads import one_blas_thread
 from weakkernels._validation import (
     LabeledScoreMixin,
     check_divergence,
@@ -64,7 +65,6 @@ from weakkernels._validation import (
 from weakkernels.random_features import (
     NystromSpec,
     as_compute_rows,
-    blas_single_thread,
     seed_from_random_state,
 )
 
@@ -434,7 +434,7 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
         )
         self.n_iter_ = result.n_iter
         self.objective_curve_ = result.objective_curve
-        with blas_single_thread():
+        with one_blas_thread():
             self._set_model_state(result.model, X, idx_u, r, seed, result.intercept)
         if result.balance_outputs is not None and balance != 2:
             # the outputs on every unlabeled row, as the machine predicts them

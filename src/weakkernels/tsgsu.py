@@ -82,6 +82,7 @@ from weakkernels._dsg import (
     set_expansion_state,
     solve_quadratic,
 )
+from weakkernels._threads import one_blas_thread
 from weakkernels._validation import (
     _SPARSE_FORMATS,
     _canonical_csr,
@@ -96,7 +97,6 @@ from weakkernels._validation import (
 from weakkernels.class_prior import estimate_class_prior
 from weakkernels.random_features import (
     NystromSpec,
-    blas_single_thread,
     seed_from_random_state,
 )
 
@@ -761,7 +761,7 @@ class TSGSU(_SUBase):
         )
         self.n_iter_ = result.n_iter
         self.objective_curve_ = result.objective_curve
-        with blas_single_thread():
+        with one_blas_thread():
             self._set_model_state(result.model, result.intercept)
         result.model.release()
 
@@ -777,7 +777,7 @@ class TSGSU(_SUBase):
             spec, n_blocks, [(XS, None), (XU, None)], q=[0.0, 0.5],
             lin=[-a * pi_S, 0.5 * a], lam=float(self.lam),
             intercept=bool(self.fit_intercept))
-        with blas_single_thread():
+        with one_blas_thread():
             fS, fU = model.evaluate(XS)[:, 0] + b[0], model.evaluate(XU)[:, 0] + b[0]
         risk = su_risk(fS, fU, self.prior_, "squared", "none")
         # ||v||^2 of the primal psi v: the model's coefficients are v / sqrt(D_b)
@@ -787,7 +787,7 @@ class TSGSU(_SUBase):
         self.objective_curve_ = [risk + 0.5 * float(self.lam) * v2]
         monitor(1, model, b)
         self.n_iter_ = 1
-        with blas_single_thread():
+        with one_blas_thread():
             self._set_model_state(model, b)
         model.release()
 

@@ -35,6 +35,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from weakkernels._artifact import ArtifactMixin, register
 from weakkernels._constraints import KERNEL_CONSTRAINTS
+from weakkernels._threads import one_blas_thread
 from weakkernels._validation import (
     check_divergence,
     validate_predict,
@@ -42,7 +43,6 @@ from weakkernels._validation import (
 )
 from weakkernels.kernels import kernel_matrix
 from weakkernels.qsg_s2auc import _AUCRankerMixin
-from weakkernels.random_features import blas_single_thread
 
 
 def pairwise_square_closed_form(K, sets, terms, lam):
@@ -159,7 +159,7 @@ class _ExactAUCBase(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimat
         }
         self.prior_ = self._resolve_prior(sets["P"].size, sets["N"].size)
         K = self._kernel(Xfit, Xfit)
-        with blas_single_thread():
+        with one_blas_thread():
             theta = pairwise_square_closed_form(K, sets, self._terms(), self.lam)
         check_divergence(theta, "lam (regularization) upwards")
         self.X_fit_ = Xfit

@@ -30,8 +30,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from weakkernels._artifact import register
 from weakkernels._constraints import SIGMA
+from weakkernels._threads import one_blas_thread
 from weakkernels._validation import check_divergence
-from weakkernels.random_features import blas_single_thread
 from weakkernels.tsgsu import (
     _PRIOR,
     CORRECTIONS,
@@ -210,7 +210,7 @@ class CUU(_KernelBasisSU):
         mS, mU = min(self.batch_size, XS.shape[0]), min(self.batch_size, XU.shape[0])
         alpha = np.zeros(C.shape[0])
         self.risk_curve_ = []
-        with blas_single_thread():  # same BLAS setting as TSGSU: fair timings
+        with one_blas_thread():  # same BLAS setting as TSGSU: fair timings
             self._sgd(XS, XU, C, rng, alpha, mS, mU)
         self.n_iter_ = int(self.max_iter)
         self.centers_ = C
