@@ -1,4 +1,5 @@
-"""Out-of-core fit: TSGS3VM on a float32 memmap allocates far less than the data.
+"""Out-of-core fit: TSGS3VM on a float32 memmap allocates far less than the data,
+and does not keep the mapped input resident.
 
 Guards against full-size temporaries sneaking into ``fit`` (input validation
 included): a ``np.abs(X)`` in a magnitude check once made the 10M-row fit of
@@ -9,10 +10,13 @@ included): a ``np.abs(X)`` in a magnitude check once made the 10M-row fit of
 from __future__ import annotations
 
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 from weakkernels import TSGS3VM
+from weakkernels._dsg import release_mapped_rows
 from weakkernels.pipeline.synthetic import (
     CHUNK_ROWS,
     SyntheticSpec,
@@ -41,3 +45,59 @@ def test_fit_on_memmap_allocates_much_less_than_x(tmp_path):
     # index arrays (the unlabeled positions, int64) are O(n) by design: 8 B/row;
     # a copy of X (float32 or float64) would add >= 112 B/row
     assert peak < 24 * len(X), f"fit allocated {peak / 2**20:.0f} MiB"
+
+
+def _rss_file_mib() -> float:
+    """This process's resident pages of mapped files (``RssFile``), MiB."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("RssFile:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no RssFile line")
+
+
+linux_only = pytest.mark.skipif(not Path("/proc/self/status").exists(),
+                                reason="reads RssFile of /proc/self/status")
+
+
+@linux_only
+def test_release_mapped_rows_drops_only_those_rows_pages(tmp_path):
+    path = tmp_path / "X.npy"
+    data = np.arange(1 << 23, dtype=np.float32).reshape(-1, 32)  # 32 MiB
+    np.save(path, data)
+    X = np.load(path, mmap_mode="r")
+    before = _rss_file_mib()
+    assert float(X.sum(dtype=np.float64)) == float(data.sum(dtype=np.float64))
+    touched = _rss_file_mib() - before
+    assert touched > 28  # the whole file is resident after a full read
+    half = X.shape[0] // 2
+    release_mapped_rows(np.asarray(X[half:]))  # a plain view of the mapping
+    dropped = before + touched - _rss_file_mib()
+    assert 14 < dropped < 18, dropped  # the second half's pages, not more
+    np.testing.assert_array_equal(X, data)  # faulted back in, same bytes
+    # a copy-on-write mapping's pages are never dropped (writes would go)
+    Xc = np.load(path, mmap_mode="c")
+    Xc[0, 0] = -1.0
+    release_mapped_rows(Xc)
+    assert Xc[0, 0] == -1.0
+    release_mapped_rows(data)  # not mapped: a no-op
+
+
+@linux_only
+def test_lbfgs_fit_on_memmap_leaves_no_input_pages_resident(tmp_path):
+    spec = SyntheticSpec("t", 8 * CHUNK_ROWS, 28, seed=2)  # 56 MiB of float32
+    write_synthetic(spec, tmp_path)
+    X, y_true = open_synthetic(tmp_path)
+    y = np.full(len(X), -1, dtype=np.int8)
+    y[:500] = y_true[:500]
+    kw = dict(sigma=spec.teacher_sigma, C=10.0, max_iter=5, max_features=256,
+              random_state=0)
+    TSGS3VM(**kw).fit(np.asarray(X[:5000]), y[:5000])  # compile first
+    before = _rss_file_mib()
+    est = TSGS3VM(**kw).fit(X, y)
+    # validation and every pass of the solver read the whole file; its pages
+    # leave the resident set chunk by chunk and at the end of the solve
+    assert _rss_file_mib() - before < 5
+    ref = TSGS3VM(**kw).fit(np.array(X), y)
+    np.testing.assert_array_equal(est.coef_, ref.coef_)
+    np.testing.assert_array_equal(est.intercept_, ref.intercept_)

@@ -40,7 +40,6 @@ dask input without dask installed cannot exist.
 
 from __future__ import annotations
 
-import mmap
 import uuid
 
 import numpy as np
@@ -54,6 +53,7 @@ from weakkernels._dsg import (
     add_in_order,
     fused_chunk,
     primal_chunk,
+    release_mapped_rows,
 )
 from weakkernels._threads import one_blas_thread_cached
 from weakkernels.random_features import as_compute_rows
@@ -137,20 +137,11 @@ def _frequencies(shared):
     return got
 
 
-def _release(block):
-    """Drop the resident pages of a memory-mapped chunk from this worker's
-    resident set (the mapping is read-only: the next task reads them again
-    from the page cache or the file). A no-op for a chunk in memory."""
-    mapped = getattr(block, "_mmap", None) if isinstance(block, np.memmap) else None
-    if mapped is not None and hasattr(mapped, "madvise"):
-        mapped.madvise(mmap.MADV_DONTNEED)
-
-
 def _rows_task(block, local):
     """Rows ``local`` of a chunk, copied (for a gather to the client)."""
     out = _take(block, local)
     out = out.copy() if isinstance(out, np.ndarray) else out
-    _release(block)
+    release_mapped_rows(block)
     return out
 
 
@@ -204,7 +195,7 @@ def _chunks(shared, norm, block, sel):
             X = as_compute_rows(X, spec.dtype)
             yield c0, c1, primal_chunk(_aligned(X), spec, W, second, norm)
     finally:
-        _release(block)
+        release_mapped_rows(block)
 
 
 def _aligned(a):
@@ -284,7 +275,7 @@ def _value_range(block):
     finite = bool(np.isfinite(v64).all())
     peak = float(np.abs(v64).max()) if finite else float("inf")
     out = finite, peak, float(v64.sum()), float(np.square(v64).sum())
-    _release(block)
+    release_mapped_rows(block)
     return out
 
 
