@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from weakkernels import TSGS3VM
-from weakkernels._dsg import release_mapped_rows
+from weakkernels._dsg import Problem, release_mapped_rows
 from weakkernels.pipeline.synthetic import (
     CHUNK_ROWS,
     SyntheticSpec,
@@ -101,3 +101,20 @@ def test_lbfgs_fit_on_memmap_leaves_no_input_pages_resident(tmp_path):
     ref = TSGS3VM(**kw).fit(np.array(X), y)
     np.testing.assert_array_equal(est.coef_, ref.coef_)
     np.testing.assert_array_equal(est.intercept_, ref.intercept_)
+
+
+def test_problem_rows_copied_from_a_mapping_for_any_selection(tmp_path):
+    # a float64 file read in float32: every selection is a copy, and its pages
+    # are released whatever form the selection takes
+    path = tmp_path / "X.npy"
+    data = np.random.default_rng(0).random((3000, 5))
+    np.save(path, data)
+    X = np.load(path, mmap_mode="r")
+    index = np.arange(1000, 3000)
+    problem = Problem([(X, None), (X, index)], 1, loss=None)
+    for s, rows_of in ((0, np.arange(3000)), (1, index)):
+        for idx in (None, slice(10, 700), np.array([0, 5, 999]),
+                    np.array([], dtype=np.intp)):
+            sel = rows_of if idx is None else rows_of[idx]
+            got = problem.rows(s, idx, np.float32)
+            np.testing.assert_array_equal(got, data[sel].astype(np.float32))

@@ -615,9 +615,20 @@ class Problem:
             return sp.csr_matrix(X).astype(dtype, copy=False)
         out = np.ascontiguousarray(X, dtype=dtype)
         if not np.may_share_memory(out, source):  # a copy: the pages can go
-            release_mapped_rows(source, *((0, source.shape[0]) if pick is None
-                                          else (int(pick[0]), int(pick[-1]) + 1)))
+            release_mapped_rows(source, *_row_span(pick, source.shape[0]))
         return out
+
+
+def _row_span(pick, n: int) -> tuple[int, int]:
+    """``(first, stop)`` of the rows ``pick`` (None, a slice or sorted
+    indices) of an ``n``-row array."""
+    if pick is None:
+        return 0, n
+    if isinstance(pick, slice):
+        first, stop, _ = pick.indices(n)
+        return first, max(first, stop)
+    pick = np.asarray(pick)
+    return (int(pick[0]), int(pick[-1]) + 1) if pick.size else (0, 0)
 
 
 def release_mapped_rows(X, start: int = 0, stop: int | None = None) -> None:
