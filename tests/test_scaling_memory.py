@@ -118,3 +118,14 @@ def test_problem_rows_copied_from_a_mapping_for_any_selection(tmp_path):
             sel = rows_of if idx is None else rows_of[idx]
             got = problem.rows(s, idx, np.float32)
             np.testing.assert_array_equal(got, data[sel].astype(np.float32))
+
+
+def test_release_mapped_rows_ignores_objects_that_are_their_own_base():
+    # a Dask point set's ``.base`` is itself: following it never ended
+    class SelfBased:
+        shape = (10, 2)
+
+        def __init__(self):
+            self.base = self
+
+    release_mapped_rows(SelfBased())

@@ -646,12 +646,13 @@ def release_mapped_rows(X, start: int = 0, stop: int | None = None) -> None:
     byte range are dropped; the mapping is read-only, so dropping a page
     another thread is reading only makes it fault again.
     """
-    # the mapping behind X, also when validation made X a plain ndarray view
+    # the mapping behind X, also when validation made X a plain ndarray view;
+    # only ndarrays' bases are followed (a Dask point set's .base is itself)
     mapped = X
-    while mapped is not None and not isinstance(mapped, mmap.mmap):
-        mapped = getattr(mapped, "base", None)
-    if (mapped is None or not hasattr(mapped, "madvise") or X.ndim < 1
-            or X.strides[0] <= 0):
+    while isinstance(mapped, np.ndarray):
+        mapped = mapped.base
+    if (not isinstance(mapped, mmap.mmap) or not hasattr(mapped, "madvise")
+            or X.ndim < 1 or X.strides[0] <= 0):
         return
     whole = np.frombuffer(mapped, dtype=np.uint8)
     if whole.flags.writeable:
