@@ -13,7 +13,7 @@ import scipy.sparse as sp
 
 from weakkernels import FRS3VM, TSGS3VM, TSGSU, _dsg
 from weakkernels._dsg import Problem, _PrimalSet, primal_features, primal_levels
-from weakkernels.random_features import FeatureSpec
+from weakkernels.random_features import FeatureSpec, NystromSpec
 
 
 def _data(n=900, d=6, seed=0, n_labeled=60):
@@ -36,22 +36,33 @@ def small_levels(monkeypatch):
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("cache", [True, False])
 @pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("basis", ["fourier", "nystroem"])
 def test_chunked_products_equal_the_one_shot_matrix(monkeypatch, sparse, cache,
-                                                     threads):
+                                                     threads, basis):
     """forward / backward / mean over chunks of 7 rows (held or regenerated,
     with or without a thread pool) equal the products with the whole feature
-    matrix, float64, to 1e-10."""
+    matrix, float64, to 1e-10. Nyström: the chunks stream k(X, Z) and the
+    whitening L^-T is applied to v and to the products once
+    (``_dsg.Whitening``), yet the products are those of phi = k(X, Z) L^-T."""
     from concurrent.futures import ThreadPoolExecutor
 
     monkeypatch.setattr(_dsg, "PRIMAL_CHUNK_ROWS", 7)
     rng = np.random.default_rng(1)
     X = rng.normal(size=(60, 5))
+    if basis == "nystroem":
+        spec = NystromSpec("rbf", 0.3, X[rng.choice(60, 24, replace=False)],
+                           np.float64)
+        W, second = spec.blocks(0, 1)
+        norm = 1.0
+    else:
+        spec = FeatureSpec("rbf", 0.3, 2, 1.0, 5, 16, 7, np.float64)
+        W, second = spec.blocks(0, 3)
+        norm = 1.0 / np.sqrt(3)
+    white = _dsg.Whitening(spec)
+    assert (white.T is None) == (basis == "fourier")
     if sparse:
         X[rng.random(X.shape) < 0.6] = 0.0
         X = sp.csr_matrix(X)
-    spec = FeatureSpec("rbf", 0.3, 2, 1.0, 5, 16, 7, np.float64)
-    W, second = spec.blocks(0, 3)
-    norm = 1.0 / np.sqrt(3)
     idx = np.sort(rng.choice(60, 45, replace=False))
     problem = Problem([(X, None), (X, idx)], 2, None)
     pool = ThreadPoolExecutor(threads) if threads > 1 else None
@@ -62,11 +73,12 @@ def test_chunked_products_equal_the_one_shot_matrix(monkeypatch, sparse, cache,
             P = spec.features(Xs.toarray() if sparse else Xs, W, second) * norm
             v = rng.normal(size=(P.shape[1], 2))
             g = rng.normal(size=(P.shape[0], 2))
-            np.testing.assert_allclose(ps.forward(v), P @ v, rtol=1e-10, atol=1e-12)
-            np.testing.assert_allclose(ps.backward(g), P.T @ g, rtol=1e-10,
-                                       atol=1e-12)
-            np.testing.assert_allclose(ps.mean(), P.mean(axis=0), rtol=1e-10,
-                                       atol=1e-12)
+            np.testing.assert_allclose(ps.forward(white.lift(v)), P @ v,
+                                       rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(white.lower(ps.backward(g)), P.T @ g,
+                                       rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(white.lower(ps.mean()), P.mean(axis=0),
+                                       rtol=1e-10, atol=1e-12)
     finally:
         if pool is not None:
             pool.shutdown()

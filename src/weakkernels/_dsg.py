@@ -871,7 +871,9 @@ def solve_quadratic(spec, n_blocks: int, sets, q, lin, lam: float,
         W, second = spec.blocks(0, n_blocks)
         norm = dtype.type(1.0 / np.sqrt(n_blocks))
         D = W.shape[-1]
-        H = lam * np.eye(D)
+        white = Whitening(spec)
+        # the streamed products, whitened once at the end (H = T'(P'P)T)
+        H = lam * np.eye(D) if white.T is None else np.zeros((D, D))
         rhs, c = np.zeros(D), np.zeros(D)
         for (X, idx), qs, ls in zip(sets, q, lin, strict=True):
             n = X.shape[0] if idx is None else idx.size
@@ -884,6 +886,10 @@ def solve_quadratic(spec, n_blocks: int, sets, q, lin, lam: float,
                     H += (qs / n) * (P.T @ P)
                 rhs -= (ls / n) * total
                 c += (qs / n) * total
+        if white.T is not None:
+            H = white.lower(white.lower(H).T)  # T' H T (H symmetric)
+            H[np.diag_indices_from(H)] += lam
+            rhs, c = white.lower(rhs), white.lower(c)
         if intercept:
             A = np.block([[H, c[:, None]], [c[None, :], np.array([[sum(q)]])]])
             z = solve(A, np.append(rhs, -sum(lin)), assume_a="sym")
@@ -895,12 +901,33 @@ def solve_quadratic(spec, n_blocks: int, sets, q, lin, lam: float,
 
 
 def primal_chunk(X, spec, W, second, norm) -> np.ndarray:
-    """``psi = features * norm`` of the rows ``X`` (compute dtype): the chunk
-    kernel of :class:`_PrimalSet`, and of the point sets whose chunks live on
-    Dask workers (:mod:`weakkernels._dask`)."""
-    P = spec.features(X, W, second, parallel=False)
+    """The streamed features ``stream_features * norm`` of the rows ``X``
+    (compute dtype): the chunk kernel of :class:`_PrimalSet`, and of the
+    point sets whose chunks live on Dask workers (:mod:`weakkernels._dask`).
+    ``psi`` is this times the spec's whitening ``T`` (Nyström's ``L^-T``;
+    None: ``psi`` itself), which the solvers apply to the coefficients and
+    gradients once per evaluation (:class:`Whitening`), never per row."""
+    P = spec.stream_features(X, W, second, parallel=False)
     P *= norm
     return P
+
+
+class Whitening:
+    """``psi = P T`` with ``P`` the streamed chunks (:func:`primal_chunk`)
+    and ``T`` the spec's whitening (float64; None: the identity): ``psi v =
+    P (T v)`` and ``psi^T g = T^T (P^T g)`` -- ``m^2`` work per evaluation
+    instead of per row."""
+
+    def __init__(self, spec):
+        self.T = spec.whitening()
+
+    def lift(self, v: np.ndarray) -> np.ndarray:
+        """``T v``: coefficients of ``psi`` -> of the streamed features."""
+        return v if self.T is None else self.T @ v
+
+    def lower(self, g: np.ndarray) -> np.ndarray:
+        """``T^T g``: a product with the streamed features -> with ``psi``."""
+        return g if self.T is None else self.T.T @ g
 
 
 def fused_chunk(P, v32, shift, fn, rows):
@@ -1084,6 +1111,7 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
     # ||v||^2 is the RKHS norm of f = psi v in the random-feature space.
     norm = dtype.type(1.0 / np.sqrt(n_blocks))
     D = W.shape[-1]
+    white = Whitening(spec)
     levels = primal_levels(sizes, seed)
     budget = primal_cache_bytes()
     balance = problem.intercept == "balance"
@@ -1128,7 +1156,7 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
                    cache=rows * D * dtype.itemsize <= budget)
         if not state["free"] and (state["center"] or anchored):
             # the centre of this level's sample of B
-            state["mu"] = get(problem.balance_set).mean()
+            state["mu"] = white.lower(get(problem.balance_set).mean())
 
     def unpack(z):
         v = z[: D * K].reshape(D, K)
@@ -1137,13 +1165,14 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
 
     def outputs(s, v, b):
         """``f + b`` on set ``s`` of the current level."""
-        return get(s).forward(v.astype(dtype)) - state["mu"] @ v + b
+        return (get(s).forward(white.lift(v).astype(dtype)) - state["mu"] @ v
+                + b)
 
     def objective_pointwise(z, w):
         """The objective of a row-separable loss, one fused pass per set."""
         v, b = unpack(z)
         used = problem.uses(w) if problem.uses is not None else [True] * len(sizes)
-        v32, shift = v.astype(dtype), b - state["mu"] @ v
+        v32, shift = white.lift(v).astype(dtype), b - state["mu"] @ v
         value, gv, gsum = 0.0, lam * v, np.zeros(K)
         for s, u in enumerate(used):
             if not u:  # an unused set's loss is zero at this weight
@@ -1152,7 +1181,7 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
             val, back, gs = ps.fused(v32, shift,
                                      RowLoss(problem.pointwise, s, ps.m, w))
             value += val
-            gv += back - np.outer(state["mu"], gs)
+            gv += white.lower(back) - np.outer(state["mu"], gs)
             gsum += gs
         grad = gv.ravel()
         if state["free"]:
@@ -1173,7 +1202,8 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
         gv = lam * v
         for s, (gr, u) in enumerate(zip(grads, used, strict=True)):
             if u:
-                gv += get(s).backward(gr) - np.outer(state["mu"], gr.sum(axis=0))
+                gv += (white.lower(get(s).backward(gr))
+                       - np.outer(state["mu"], gr.sum(axis=0)))
         grad = gv.ravel()
         if state["free"]:
             grad = np.concatenate([grad, sum(gr.sum(axis=0) for gr in grads)])
@@ -1194,7 +1224,7 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
                     v, b = unpack(z)
                     fB = outputs(problem.balance_set, v, b)
                     if state["free"]:
-                        state["mu"] = get(problem.balance_set).mean()
+                        state["mu"] = white.lower(get(problem.balance_set).mean())
                         state["free"] = False
                         z = z[: D * K].copy()
                     state["b"] = np.asarray(problem.balance_target(fB),
@@ -1263,7 +1293,8 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
             # (the last level holds them all): one forward pass, only if asked
             v, _ = unpack(z)
             fB = (None if problem.outputs_on is None else
-                  get(problem.outputs_on).forward(v.astype(dtype)) + intercept)
+                  get(problem.outputs_on).forward(white.lift(v).astype(dtype))
+                  + intercept)
     finally:
         if pool is not None:
             pool.shutdown()
