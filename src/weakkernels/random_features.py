@@ -272,46 +272,54 @@ _LN2 = math.log(2.0)
 _EXP_MIN = -80.0
 
 
-@njit(fastmath=FASTMATH, cache=True, nogil=True)
-def _rbf_from_products(G, xx, zz, sigma, out, bits):
-    """``out[i, j] = exp(-sigma max(xx[i] + zz[j] - 2 G[i, j], 0))`` in
-    float32: the RBF kernel ``k(x_i, z_j)`` from the products ``G = X Z^T``
-    and the squared norms (float64, where the distance cancels), in one pass
-    over ``G`` -- numpy's seven passes (multiply, adds, maximum, scale, exp,
-    cast) cost 7x more (2048 x 4096: 119 against 16 ms), and the streamed
-    Nyström solver evaluates this at every pass over the rows.
+@njit(inline="always", fastmath=FASTMATH)
+def _rbf_row(g, xx, zz, sigma, out, o, bits):
+    """One row of the RBF kernel in float32: ``out[j] = exp(-sigma max(xx +
+    zz[j] - 2 g[j], 0))`` from the float64 products ``g[j] = x . z_j`` and
+    squared norms (float64, where the distance cancels); ``o`` is
+    ``out.view(int32)``, ``bits`` one int32 row of scratch.
 
     ``exp t`` branch-free so LLVM vectorizes it: ``t = k ln 2 + r`` with
     ``|r| <= ln 2 / 2`` (the reduction in float64: in float32 the rounding
     of ``t`` itself gave 4e-6 relative error at ``t = -70``), a degree-7
     Taylor polynomial for ``e^r`` in float32 (error < 3e-8), and ``2^k``
-    added to the exponent bits in a second pass over the row (``bits``, one
-    int32 row of scratch; ``out.view(int32)``). Against float64 ``np.exp``:
-    relative error ~1e-7, the float32 rounding of the result
-    (``tests/test_nystroem.py``).
+    added to the exponent bits in a second pass over the row. Against
+    float64 ``np.exp``: relative error ~1e-7, the float32 rounding of the
+    result (``tests/test_nystroem.py``).
     """
-    n, m = G.shape
+    m = g.shape[0]
+    for j in range(m):
+        t = -sigma * max(xx + zz[j] - 2.0 * g[j], 0.0)
+        keep = t >= _EXP_MIN
+        t = max(t, _EXP_MIN)
+        k = np.floor(t * _LOG2E + 0.5)
+        r = np.float32(t - k * _LN2)
+        p = np.float32(1.0 / 5040.0)
+        p = p * r + np.float32(1.0 / 720.0)
+        p = p * r + np.float32(1.0 / 120.0)
+        p = p * r + np.float32(1.0 / 24.0)
+        p = p * r + np.float32(1.0 / 6.0)
+        p = p * r + np.float32(0.5)
+        p = p * r + np.float32(1.0)
+        p = p * r + np.float32(1.0)
+        out[j] = p if keep else np.float32(0.0)
+        bits[j] = (np.int32(k) << 23) if keep else np.int32(0)
+    for j in range(m):
+        o[j] += bits[j]
+
+
+@njit(fastmath=FASTMATH, cache=True, nogil=True)
+def _rbf_from_products(G, xx, zz, sigma, out, bits):
+    """``out[i, j] = k(x_i, z_j)`` (RBF, float32) from the products ``G = X
+    Z^T`` (float64, BLAS's GEMM or :func:`csr_project`), in one pass over
+    ``G`` (:func:`_rbf_row`): numpy's seven passes (multiply, adds, maximum,
+    scale, exp, cast) cost 7x more (2048 x 4096: 119 against 16 ms), and the
+    streamed Nyström solver evaluates this at every pass over the rows. (A
+    numba loop computing the products itself, never writing ``G``, was no
+    faster than the GEMM at d = 28: 28-30 against 24 ms at 2048 x 2048.)"""
     o = out.view(np.int32)
-    for i in range(n):
-        for j in range(m):
-            d = xx[i] + zz[j] - 2.0 * G[i, j]
-            t = -sigma * max(d, 0.0)
-            keep = t >= _EXP_MIN
-            t = max(t, _EXP_MIN)
-            k = np.floor(t * _LOG2E + 0.5)
-            r = np.float32(t - k * _LN2)
-            p = np.float32(1.0 / 5040.0)
-            p = p * r + np.float32(1.0 / 720.0)
-            p = p * r + np.float32(1.0 / 120.0)
-            p = p * r + np.float32(1.0 / 24.0)
-            p = p * r + np.float32(1.0 / 6.0)
-            p = p * r + np.float32(0.5)
-            p = p * r + np.float32(1.0)
-            p = p * r + np.float32(1.0)
-            out[i, j] = p if keep else np.float32(0.0)
-            bits[j] = (np.int32(k) << 23) if keep else np.int32(0)
-        for j in range(m):
-            o[i, j] += bits[j]
+    for i in range(G.shape[0]):
+        _rbf_row(G[i], xx[i], zz, sigma, out[i], o[i], bits)
 
 
 def _csr_project_rows(indptr, indices, data, row0, Wf, ld, Z):
@@ -846,8 +854,8 @@ class NystromSpec:
 
     def _kernel(self, X, W, second, parallel: bool | None = None) -> np.ndarray:
         """``k(X, Z)`` (n, m) in the compute dtype: the distances in float64,
-        the exponential in the compute dtype (float32:
-        :func:`_rbf_from_products`)."""
+        the exponential in the compute dtype (float32: one fused numba pass
+        over the products, :func:`_rbf_from_products`)."""
         X = as_compute_rows(X, np.float64)
         if sp.issparse(X):
             G = csr_project(X, np.asarray(W, dtype=np.float64), parallel=parallel)
