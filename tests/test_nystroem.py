@@ -304,6 +304,21 @@ def test_landmark_rule_keeps_the_basis_and_small_sets(n, d):
         assert resolve_basis("auto", "lbfgs", "rbf", n, d, m) == "nystroem"
 
 
+@pytest.mark.parametrize("n", [262_144, 10**6, 10**7])
+def test_large_narrow_sets_stream_the_floor_of_landmarks(n):
+    """Past the 2 GiB held bound, rows of d <= 32 768 stream
+    NYSTROEM_STREAMED landmarks (Nyström, not the 1 024 Fourier features of
+    the old rule); very wide rows (text) keep the Fourier basis there."""
+    from weakkernels._dsg import NYSTROEM_STREAMED, nystroem_size, resolve_basis
+
+    for d in (28, 784):
+        m = nystroem_size(n, d)
+        assert m == NYSTROEM_STREAMED
+        assert resolve_basis("auto", "lbfgs", "rbf", n, d, m) == "nystroem"
+    m = nystroem_size(n, 47_236)
+    assert resolve_basis("auto", "lbfgs", "rbf", n, 47_236, m) == "fourier"
+
+
 def test_landmark_rule_at_the_measured_mnist_size():
     """MNIST, paper 004's protocol at U = 60 000 (61 000 rows): the count the
     committed rows of benchmarks/results/scale_accuracy/mnist.csv were

@@ -244,7 +244,7 @@ PRIMAL_CHUNK_ROWS = 2048
 PRIMAL_CACHE_FRACTION = 0.25
 # 2 GiB, the HELD_FEATURE_BYTES bound of the default feature counts: MNIST's
 # 61 000 rows x 5 920 Nystroem landmarks (1.4 GB) are held -- streamed, every
-# pass regenerates k(X, Z) L^-T at m (d + m) per row, minutes per iteration.
+# pass regenerates k(X, Z) at m d per row, a minute per iteration.
 # A 10^7-row fit (1 024 features) holds the same levels as at 1 GiB (its
 # 262 144-row level is 1 GiB, the next 4 GiB: at 4 GiB it held that one and
 # peaked at 4.4 GB RSS)
@@ -254,8 +254,10 @@ PRIMAL_CACHE_MAX_BYTES = 1 << 31
 # the model does not depend on where it is fitted). Such a level is usually
 # streamed, two feature passes per iteration; the warm start from the
 # previous, four times smaller level is close, and this bounds the passes a
-# fit too large to hold makes (about 2.2 x 12 per level).
-PRIMAL_LARGE_LEVEL_MAX_ITER = 12
+# fit too large to hold makes (about 2.2 x 4 per level). 10^6 synthetic
+# HEPMASS-shaped rows, 2 048 streamed Nyström landmarks: 8.60 % test error
+# in 232 s CPU at 4, 8.57 % in 374 s at 12 (15 of 50 000 test rows apart).
+PRIMAL_LARGE_LEVEL_MAX_ITER = 4
 # A level between level 0 and the last one estimates the full objective only
 # up to its sampling error: its gradient at a fixed point is off by noise
 # whose variance scales as sum over sets of (n - m) / (n m) (m of a set's n
@@ -395,6 +397,14 @@ NYSTROEM_ALL_ROWS = 4096
 NYSTROEM_SQRT_FACTOR = 24
 # features="auto" uses Nyström up to this many landmark entries (m x d)
 _NYSTROEM_MAX_ENTRIES = 1 << 26
+# Landmarks where the n x m matrix outgrows the 2 GiB held bound (past ~262 k
+# rows): streamed, at m d per row and pass (NystromSpec.stream_features).
+# Synthetic HEPMASS-shaped rows (d = 28, 10 000 labels, C = 10), test error /
+# fit CPU: 10^5 rows 8.76 % / 44 s with 2 048 against 8.79 % / 361 s with
+# the 5 344 held ones; 10^6 rows 8.57 % / 374 s, against 11.09 % / 86 s for
+# the 1 024 Fourier features that were the default there, and 9.40 % / 410 s
+# for 4 096 Fourier features (BENCHMARKS.md, "Cost").
+NYSTROEM_STREAMED = 2048
 # The ``features`` parameter of every estimator with a fixed expansion.
 BASIS_CONSTRAINTS = {"features": [StrOptions({"auto", "fourier", "nystroem"})]}
 
@@ -404,20 +414,32 @@ def nystroem_size(n_rows: int, n_features_in: int) -> int:
     :data:`NYSTROEM_ALL_ROWS` (the Nyström machine is then the exact kernel
     machine, up to the jitter), else ~``NYSTROEM_SQRT_FACTOR sqrt(n)``
     (Falkon's O(sqrt(n)) landmarks, Rudi et al. 2017; a multiple of 32, as a
-    ``max_features`` budget is) and never fewer than that floor or the Fourier
-    default (:func:`primal_features`, ~16 sqrt(n)).
+    ``max_features`` budget is) and never fewer than that floor, the Fourier
+    default (:func:`primal_features`, ~16 sqrt(n)) or
+    :data:`NYSTROEM_STREAMED`.
 
-    The growth stops where ``features="auto"`` would stop choosing Nyström:
-    the n x m feature matrix within 2 GiB (past ~131 k rows that bound lowers
-    the 4096 floor too) and the m x d landmarks within 2^26 entries. The
+    The growth stops where the n x m feature matrix outgrows 2 GiB (held, a
+    constant, not the machine's memory: the model must not depend on where
+    it is fitted); past ~131 k rows that bound lowers the 4096 floor too,
+    down to :data:`NYSTROEM_STREAMED` streamed landmarks, whose fit costs
+    m d per row and pass -- linear in n from there on (rows of d <= 32 768,
+    :func:`_streams`). The m x d landmarks stay within 2^26 entries (else
+    ``features="auto"`` is Fourier). The
     factor is 1.5x the Fourier one because a landmark is worth more than a
     random frequency (MNIST: 1 376 of each, 7.30 against 10.02 %)."""
     n = max(int(n_rows), 1)
     held = HELD_FEATURE_BYTES // (4 * n)  # the Fourier rule's 2 GiB bound
-    grow = min(int(NYSTROEM_SQRT_FACTOR * math.sqrt(n)), held,
-               _NYSTROEM_MAX_ENTRIES // max(int(n_features_in), 1)) // 32 * 32
-    return min(n, max(min(NYSTROEM_ALL_ROWS, held), grow,
+    wide = _NYSTROEM_MAX_ENTRIES // max(int(n_features_in), 1)
+    grow = min(int(NYSTROEM_SQRT_FACTOR * math.sqrt(n)), held, wide) // 32 * 32
+    streamed = NYSTROEM_STREAMED if _streams(n_features_in) else 0
+    return min(n, max(min(NYSTROEM_ALL_ROWS, held), grow, streamed,
                       primal_features(n, 32, n_features_in)))
+
+
+def _streams(n_features_in: int) -> bool:
+    """Rows narrow enough for :data:`NYSTROEM_STREAMED` landmarks within the
+    2^26 landmark entries (d <= 32 768)."""
+    return NYSTROEM_STREAMED * max(int(n_features_in), 1) <= _NYSTROEM_MAX_ENTRIES
 
 
 def _set_rows(rows_and_index):
@@ -453,22 +475,22 @@ def resolve_basis(features: str, solver: str, kernel: str, n_rows: int,
     """``features`` resolved for an expansion of ``m`` features on ``n_rows``
     rows of ``n_features_in`` columns: ``"auto"`` is Nyström where it applies
     -- a fixed expansion (L-BFGS, or TSGSU's direct solve), the RBF kernel,
-    ``m x d`` landmark entries within 2^26 (256 MB in float32) and an n x m
-    feature matrix within 2 GiB --
-    else Fourier (the papers' SGD, the other kernels, very wide rows such as
-    text, and sets too large to hold: there the dense landmarks or the
-    streamed Nyström features cost more than the seeded frequencies). The
-    rule reads shapes only: dense and sparse storage of the same rows get
-    the same basis and the same model."""
+    ``m x d`` landmark entries within 2^26 (256 MB in float32), and an n x m
+    feature matrix within 2 GiB or rows narrow enough to stream
+    :data:`NYSTROEM_STREAMED` landmarks (a streamed row costs ``m d``, as a
+    Fourier one) -- else Fourier (the papers' SGD, the other kernels, very
+    wide rows such as text: there the dense landmarks cost more than the
+    seeded frequencies; large wide sets were not measured with Nyström). The
+    rule reads shapes only: dense and sparse storage of the same rows get the
+    same basis and the same model."""
     if features == "nystroem" and solver == "sgd":
         raise ValueError('features="nystroem" needs solver="lbfgs" (the '
                          "papers' SGD draws fresh Fourier blocks).")
     if features != "auto":
         return features
-    # held: streamed Nyström features cost m x (d + m) per row and pass,
-    # Fourier ones m x d -- past the 2 GiB bound the Fourier basis wins
     fits = (m * n_features_in <= _NYSTROEM_MAX_ENTRIES
-            and 4 * m * n_rows <= HELD_FEATURE_BYTES)
+            and (4 * m * n_rows <= HELD_FEATURE_BYTES
+                 or _streams(n_features_in)))
     if solver != "sgd" and kernel == "rbf" and fits:
         return "nystroem"
     return "fourier"

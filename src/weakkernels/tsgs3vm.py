@@ -661,7 +661,8 @@ or bool, default="auto"
         ``n_components`` if given, else every row up to 4096 rows (the exact
         kernel machine) and :func:`weakkernels._dsg.nystroem_size` beyond. ``"auto"``:
         Nyström where it applies (L-BFGS, RBF, at most 2^26 landmark entries,
-        features that fit 2 GiB), else Fourier. Why Nyström by default: at equal
+        features that fit 2 GiB or rows of at most 32 768 columns, streamed),
+        else Fourier. Why Nyström by default: at equal
         or lower cost it is as accurate or more (MNIST, paper 004's protocol,
         U = 2 000: 7.55 % in 16 s against 9.26 % for the default Fourier
         expansion and 7.82 % for 8 192 Fourier features in 36 s; BENCHMARKS.md,
