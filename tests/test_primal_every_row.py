@@ -336,3 +336,21 @@ def test_majorised_loss_keeps_the_final_tolerance(small_levels, monkeypatch):
         est = TSGS3VM(C=1.0, random_state=0, unlabeled_loss="ramp_cccp")
         coefs.append(est.fit(X, y_semi).coef_.copy())
     np.testing.assert_array_equal(coefs[0], coefs[1])
+
+
+def test_folded_whitening_levels_give_the_row_whitened_model(small_levels,
+                                                              monkeypatch):
+    """A Nyström level past the held bound streams k(X, Z) and applies L^-T
+    to the coefficients per evaluation; a smaller one streams whitened rows
+    (``NystromSpec.row_whitened``). Same objective, other arithmetic: with
+    every level folded (held bound 0, no iteration cap) the float64 model
+    matches the row-whitened one to 1e-6 of its decision values."""
+    X, _, y_semi = _data(n=900)
+    kw = dict(C=1.0, random_state=0, dtype="float64", tol=1e-10)
+    monkeypatch.setattr(_dsg, "PRIMAL_LARGE_LEVEL_MAX_ITER", 10**6)
+    rows = TSGS3VM(**kw).fit(X, y_semi)
+    assert rows.features_ == "nystroem"
+    monkeypatch.setattr(_dsg, "HELD_FEATURE_BYTES", 0)
+    folded = TSGS3VM(**kw).fit(X, y_semi)
+    f_rows, f_folded = rows.decision_function(X), folded.decision_function(X)
+    assert np.abs(f_rows - f_folded).max() <= 1e-6 * np.abs(f_rows).max()

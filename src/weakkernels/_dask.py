@@ -307,7 +307,7 @@ class DaskRows:
         if base is None:
             self._stats = None
             self._where = None  # chunk key -> the workers holding it
-            self._shared = None  # (W kept alive, future of the frequencies)
+            self._shared = None  # (W kept alive, future of the frequencies, spec)
             self._losses = None  # (pointwise kept alive, its future)
             self.itemsize = 8  # bytes per stored value (persist sets it)
 
@@ -441,11 +441,14 @@ class DaskRows:
     # -- the solver's point sets ---------------------------------------------
     def _frequency_future(self, spec, W, n_blocks):
         base = self.base
-        if base._shared is None or base._shared[0] is not W:
+        # keyed on the spec too: a Nyström fit streams whitened rows on its
+        # held-size levels (spec.row_whitened()) and k(X, Z) on larger ones
+        if (base._shared is None or base._shared[0] is not W
+                or base._shared[2] is not spec):
             token = uuid.uuid4().hex
             fut = self.client.submit(_same, (token, spec, int(n_blocks)),
                                      pure=False)
-            base._shared = (W, fut)
+            base._shared = (W, fut, spec)
         return base._shared[1]
 
     def _loss_future(self, pointwise):

@@ -400,8 +400,8 @@ _NYSTROEM_MAX_ENTRIES = 1 << 26
 # Landmarks where the n x m matrix outgrows the 2 GiB held bound (past ~262 k
 # rows): streamed, at m d per row and pass (NystromSpec.stream_features).
 # Synthetic HEPMASS-shaped rows (d = 28, 10 000 labels, C = 10), test error /
-# fit CPU: 10^5 rows 8.76 % / 44 s with 2 048 against 8.79 % / 361 s with
-# the 5 344 held ones; 10^6 rows 8.57 % / 374 s, against 11.09 % / 86 s for
+# fit CPU: 10^5 rows 8.75 % / 50 s with 2 048 against 8.79 % / 201 s with
+# the 5 344 held ones; 10^6 rows 8.60 % / 226 s, against 11.09 % / 86 s for
 # the 1 024 Fourier features that were the default there, and 9.40 % / 410 s
 # for 4 096 Fourier features (BENCHMARKS.md, "Cost").
 NYSTROEM_STREAMED = 2048
@@ -1133,7 +1133,6 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
     # ||v||^2 is the RKHS norm of f = psi v in the random-feature space.
     norm = dtype.type(1.0 / np.sqrt(n_blocks))
     D = W.shape[-1]
-    white = Whitening(spec)
     levels = primal_levels(sizes, seed)
     budget = primal_cache_bytes()
     balance = problem.intercept == "balance"
@@ -1163,22 +1162,28 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
             source, index = problem.sets[s]
             make = getattr(source, "primal_set", None)
             cur["sets"][s] = (
-                make(index, cur["idx"][s], spec, W, second, norm, cur["cache"],
-                     pool)
+                make(index, cur["idx"][s], cur["spec"], W, second, norm,
+                     cur["cache"], pool)
                 if make
-                else _PrimalSet(problem, s, cur["idx"][s], spec, W, second, norm,
-                                cur["cache"], pool))
+                else _PrimalSet(problem, s, cur["idx"][s], cur["spec"], W,
+                                second, norm, cur["cache"], pool))
         return cur["sets"][s]
 
     def enter(k):
         """Make level ``k`` current (features cached when they fit)."""
         idx = levels[k]
         rows = sum(sizes[s] if i is None else i.size for s, i in enumerate(idx))
+        # a level within the held bound (a constant: the same arithmetic on
+        # every machine) streams whitened rows, built once if held; a larger
+        # one streams k(X, Z) and whitens the coefficients per evaluation
+        large = rows * D * 4 > HELD_FEATURE_BYTES
+        lspec = spec if large else spec.row_whitened()
         cur.update(level=k, idx=idx, sets=[None] * len(sizes), rows=rows,
-                   cache=rows * D * dtype.itemsize <= budget)
+                   cache=rows * D * dtype.itemsize <= budget, large=large,
+                   spec=lspec, white=Whitening(lspec))
         if not state["free"] and (state["center"] or anchored):
             # the centre of this level's sample of B
-            state["mu"] = white.lower(get(problem.balance_set).mean())
+            state["mu"] = cur["white"].lower(get(problem.balance_set).mean())
 
     def unpack(z):
         v = z[: D * K].reshape(D, K)
@@ -1187,24 +1192,27 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
 
     def outputs(s, v, b):
         """``f + b`` on set ``s`` of the current level."""
-        return (get(s).forward(white.lift(v).astype(dtype)) - state["mu"] @ v
-                + b)
+        return (get(s).forward(cur["white"].lift(v).astype(dtype))
+                - state["mu"] @ v + b)
 
     def objective_pointwise(z, w):
         """The objective of a row-separable loss, one fused pass per set."""
         v, b = unpack(z)
         used = problem.uses(w) if problem.uses is not None else [True] * len(sizes)
+        white = cur["white"]
         v32, shift = white.lift(v).astype(dtype), b - state["mu"] @ v
-        value, gv, gsum = 0.0, lam * v, np.zeros(K)
+        value, back, gsum = 0.0, np.zeros((D, K)), np.zeros(K)
         for s, u in enumerate(used):
             if not u:  # an unused set's loss is zero at this weight
                 continue
             ps = get(s)
-            val, back, gs = ps.fused(v32, shift,
-                                     RowLoss(problem.pointwise, s, ps.m, w))
+            val, back_s, gs = ps.fused(v32, shift,
+                                       RowLoss(problem.pointwise, s, ps.m, w))
             value += val
-            gv += white.lower(back) - np.outer(state["mu"], gs)
+            back += back_s
             gsum += gs
+        # one whitening product per evaluation, on the sum over the sets
+        gv = lam * v + white.lower(back) - np.outer(state["mu"], gsum)
         grad = gv.ravel()
         if state["free"]:
             grad = np.concatenate([grad, gsum])
@@ -1221,11 +1229,12 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
             (sizes[s] if idx[s] is None else idx[s].size, K))
             for s, u in enumerate(used)]
         value, grads = problem.loss(fs, idx, sizes, w)
-        gv = lam * v
+        back, gsum = np.zeros((D, K)), np.zeros(K)
         for s, (gr, u) in enumerate(zip(grads, used, strict=True)):
             if u:
-                gv += (white.lower(get(s).backward(gr))
-                       - np.outer(state["mu"], gr.sum(axis=0)))
+                back += get(s).backward(gr)
+                gsum += gr.sum(axis=0)
+        gv = lam * v + cur["white"].lower(back) - np.outer(state["mu"], gsum)
         grad = gv.ravel()
         if state["free"]:
             grad = np.concatenate([grad, sum(gr.sum(axis=0) for gr in grads)])
@@ -1246,7 +1255,8 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
                     v, b = unpack(z)
                     fB = outputs(problem.balance_set, v, b)
                     if state["free"]:
-                        state["mu"] = white.lower(get(problem.balance_set).mean())
+                        state["mu"] = cur["white"].lower(
+                            get(problem.balance_set).mean())
                         state["free"] = False
                         z = z[: D * K].copy()
                     state["b"] = np.asarray(problem.balance_target(fB),
@@ -1270,7 +1280,7 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
                                            levels[k - 1], levels[k],
                                            PRIMAL_LEVEL_NOISE_FRACTION)
                 iters = int(max_iter)
-                if k > 0 and cur["rows"] * D * 4 > HELD_FEATURE_BYTES:
+                if k > 0 and cur["large"]:
                     iters = min(iters, PRIMAL_LARGE_LEVEL_MAX_ITER)
                 mm = problem.majorize is not None and w > 0
                 if mm:
@@ -1315,8 +1325,8 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
             # (the last level holds them all): one forward pass, only if asked
             v, _ = unpack(z)
             fB = (None if problem.outputs_on is None else
-                  get(problem.outputs_on).forward(white.lift(v).astype(dtype))
-                  + intercept)
+                  get(problem.outputs_on).forward(
+                      cur["white"].lift(v).astype(dtype)) + intercept)
     finally:
         if pool is not None:
             pool.shutdown()
