@@ -162,6 +162,48 @@ def test_levels_are_nested_and_end_with_every_row(monkeypatch):
     assert [lv[2].size for lv in levels[:-1]] == [100, 400, 1600, 6400, 25600]
 
 
+def test_levels_past_the_held_bound_jump_to_every_row(monkeypatch):
+    """The first sampled level over ``held_rows`` is the last sampled one;
+    below the bound, and without one, the schedule is unchanged."""
+    monkeypatch.setattr(_dsg, "PRIMAL_START_ROWS", 100)
+    sizes = [50, 30_000]
+    full = primal_levels(sizes, seed=5)
+    assert [lv[1].size for lv in full[:-1]] == [100, 400, 1600, 6400, 25600]
+    for held in (30_050, 10**9):  # the whole problem fits: nothing changes
+        same = primal_levels(sizes, seed=5, held_rows=held)
+        assert len(same) == len(full)
+    # 50 + 1600 rows > 1000: the 1 600-row level is the last sampled one
+    cut = primal_levels(sizes, seed=5, held_rows=1000)
+    assert [lv[1].size for lv in cut[:-1]] == [100, 400, 1600]
+    assert all(i is None for i in cut[-1])
+    for a, b in zip(cut[:-1], full[:3], strict=True):
+        np.testing.assert_array_equal(a[1], b[1])  # the same nested prefixes
+    # a bound below level 0 keeps level 0, then every row
+    assert len(primal_levels(sizes, seed=5, held_rows=10)) == 2
+
+
+def test_fit_cuts_its_levels_at_the_held_bound(small_levels, monkeypatch):
+    """The solver hands primal_levels the rows whose features fit
+    HELD_FEATURE_BYTES (the bound enter() calls large): 188 rows on level 0
+    over a 100-row bound leave level 0, then every row."""
+    X, _, y_semi = _data(n=900)  # 60 labeled, 840 unlabeled rows
+    calls, real = [], _dsg.primal_levels
+
+    def spy(sizes, seed, held_rows=None):
+        levels = real(sizes, seed, held_rows)
+        calls.append((held_rows, len(levels)))
+        return levels
+
+    monkeypatch.setattr(_dsg, "primal_levels", spy)
+    est = TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
+    D = est.n_features_model_
+    assert calls == [(_dsg.HELD_FEATURE_BYTES // (4 * D), 3)]  # 128, 512, all
+    calls.clear()
+    monkeypatch.setattr(_dsg, "HELD_FEATURE_BYTES", 4 * D * 100)
+    TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
+    assert calls == [(100, 2)]
+
+
 def test_default_fit_reads_every_row(small_levels, monkeypatch):
     """Regression: the default solver touches every labeled and unlabeled row
     (the old one held a seeded sample of at most 4 096 per set)."""
@@ -344,12 +386,16 @@ def test_folded_whitening_levels_give_the_row_whitened_model(small_levels,
     to the coefficients per evaluation; a smaller one streams whitened rows
     (``NystromSpec.row_whitened``). Same objective, other arithmetic: with
     every level folded (held bound 0, no iteration cap) the float64 model
-    matches the row-whitened one to 1e-6 of its decision values."""
+    matches the row-whitened one to 1e-6 of its decision values (on the
+    same levels: the bound would otherwise also cut the schedule short)."""
     X, _, y_semi = _data(n=900)
     kw = dict(C=1.0, random_state=0, dtype="float64", tol=1e-10)
     monkeypatch.setattr(_dsg, "PRIMAL_LARGE_LEVEL_MAX_ITER", 10**6)
     rows = TSGS3VM(**kw).fit(X, y_semi)
     assert rows.features_ == "nystroem"
+    levels = _dsg.primal_levels
+    monkeypatch.setattr(_dsg, "primal_levels",
+                        lambda sizes, seed, held_rows=None: levels(sizes, seed))
     monkeypatch.setattr(_dsg, "HELD_FEATURE_BYTES", 0)
     folded = TSGS3VM(**kw).fit(X, y_semi)
     f_rows, f_folded = rows.decision_function(X), folded.decision_function(X)
