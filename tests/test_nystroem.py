@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from weakkernels import FRS3VM, QSGS2AUC, TSGS3VM, TSGSU, load
+from weakkernels import FRS3VM, QSGS2AUC, TSGS3VM, TSGSU, load, random_features
 from weakkernels.baselines.auc import ExactS2AUC
 from weakkernels.kernels import kernel_matrix
 from weakkernels.random_features import NystromSpec
@@ -39,7 +39,7 @@ def test_sparse_rows_give_the_dense_features():
 
 
 @pytest.mark.parametrize("sigma", [0.01, 0.3, 3.0, 30.0])
-def test_float32_kernel_is_the_rounded_exponential(sigma):
+def test_float32_kernel_is_the_rounded_exponential(sigma, monkeypatch):
     """The fused float32 kernel (``_rbf_from_products``) against float64
     ``np.exp`` of the same distances: within 2e-7 relative (float32
     rounding is 6e-8, the polynomial 3e-8) wherever exp(-sigma d) >= e^-80,
@@ -64,6 +64,11 @@ def test_float32_kernel_is_the_rounded_exponential(sigma):
     assert not (np.abs(K[K != 0]) < np.finfo(np.float32).tiny).any()
     np.testing.assert_allclose(spec._kernel(sp.csr_matrix(X), W, sq), K,
                                rtol=1e-6, atol=0)
+    # dense narrow rows in blocks of 16 (_KERNEL_BLOCK_BYTES; above, one block)
+    monkeypatch.setattr(random_features, "_KERNEL_BLOCK_BYTES", 0)
+    blocked = spec._kernel(X, W, sq)
+    np.testing.assert_allclose(blocked[keep], ref[keep], rtol=2e-7, atol=0)
+    assert (blocked[~keep] == 0).all()
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

@@ -40,7 +40,8 @@ def small_levels(monkeypatch):
 def test_chunked_products_equal_the_one_shot_matrix(monkeypatch, sparse, cache,
                                                      threads, basis):
     """forward / backward / mean over chunks of 7 rows (held or regenerated,
-    with or without a thread pool) equal the products with the whole feature
+    with or without a thread pool; the forward product in blocks of 3 rows,
+    ``FUSED_BLOCK_BYTES``) equal the products with the whole feature
     matrix, float64, to 1e-10. Nyström: the chunks stream k(X, Z) and the
     whitening L^-T is applied to v and to the products once
     (``_dsg.Whitening``), yet the products are those of phi = k(X, Z) L^-T."""
@@ -60,6 +61,7 @@ def test_chunked_products_equal_the_one_shot_matrix(monkeypatch, sparse, cache,
         norm = 1.0 / np.sqrt(3)
     white = _dsg.Whitening(spec)
     assert (white.T is None) == (basis == "fourier")
+    monkeypatch.setattr(_dsg, "FUSED_BLOCK_BYTES", 3 * W.shape[-1] * 8)
     if sparse:
         X[rng.random(X.shape) < 0.6] = 0.0
         X = sp.csr_matrix(X)
@@ -113,13 +115,18 @@ def _stage_objectives(problem, spec):
     return out
 
 
+@pytest.mark.parametrize("block_bytes", [None, 1])
 @pytest.mark.parametrize("intercept", ["free", "balance"])
-def test_chunked_gradient_matches_finite_differences(small_levels, intercept):
+def test_chunked_gradient_matches_finite_differences(small_levels, monkeypatch,
+                                                     intercept, block_bytes):
     """The objective the solver minimises (float64 features) has the
     gradient it reports: finite differences on the chunked objective at every
     level, chunks of 50 rows, with a free bias and with features centred on a
     balance set; and the fused one-pass objective of a row-separable loss
-    (``Problem.pointwise``) equals the two-pass one to 1e-10."""
+    (``Problem.pointwise``) equals the two-pass one to 1e-10 -- each chunk
+    whole, and in blocks of one row (``FUSED_BLOCK_BYTES``)."""
+    if block_bytes is not None:
+        monkeypatch.setattr(_dsg, "FUSED_BLOCK_BYTES", block_bytes)
     X, _, y_semi = _data(n=300)
     spec = FeatureSpec("rbf", 0.2, 2, 1.0, X.shape[1], 8, 3, np.float64)
     lab = y_semi >= 0

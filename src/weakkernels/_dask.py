@@ -51,6 +51,8 @@ from weakkernels._dsg import (
     RowLoss,
     _PrimalSet,
     add_in_order,
+    chunk_backward,
+    chunk_forward,
     fused_chunk,
     primal_chunk,
     release_mapped_rows,
@@ -214,7 +216,7 @@ def _aligned(a):
 def _forward_task(shared, norm, block, sel, v32):
     v32 = _aligned(v32)
     with one_blas_thread_cached():
-        parts = [(P @ v32).astype(np.float64)
+        parts = [chunk_forward(P, v32)
                  for _, _, P in _chunks(shared, norm, block, sel)]
     return np.concatenate(parts) if parts else np.zeros((0, v32.shape[1]))
 
@@ -222,7 +224,7 @@ def _forward_task(shared, norm, block, sel, v32):
 def _backward_task(shared, norm, block, sel, g32):
     g32 = _aligned(g32)
     with one_blas_thread_cached():
-        return [(P.T @ g32[c0:c1]).astype(np.float64)
+        return [chunk_backward(P, g32[c0:c1])
                 for c0, c1, P in _chunks(shared, norm, block, sel)]
 
 
