@@ -270,6 +270,19 @@ PRIMAL_LARGE_LEVEL_MAX_ITER = 4
 # 284); 10^6 rows 294 / 124 before, 227 / 49 at 0.5 and 0.25, 386 / 46 at 1
 # (too loose: the last level starts farther away).
 PRIMAL_LEVEL_NOISE_FRACTION = 0.5
+# Nyström levels within the held bound: whitened rows (phi = k(X, Z) L^-T:
+# a GEMM of 2 r m^2 flops, once, for r rows and m landmarks), or the
+# whitening folded into the coefficients (T v and T' g per evaluation: two
+# reads of the m x m float64 T, memory-bound, ~50 ms at m = 5 344). Folding
+# pays when the build outlasts the level's evaluations: on level 0, where C*
+# is annealed (~1 000 evaluations), from ~40 000 rows; on the later, warm-
+# started levels (tens to hundreds) from a few thousand. A level folds from
+# PRIMAL_FOLD_MIN_ROWS rows on (any size of landmark set: both costs grow as
+# m^2). Measured at the two ends: MNIST, 1 000 labels, U = 5 000 (5 096 and
+# 6 000 rows), folded on every level, 311 s fit CPU against 129 s whitened;
+# synthetic 10^5 rows (14 096 ... 100 000 rows, 5 344 landmarks), 201 s
+# folded against 335 s whitened, the same 8.79 % test error.
+PRIMAL_FOLD_MIN_ROWS = 20000
 
 
 def primal_cache_bytes() -> int:
@@ -1228,11 +1241,14 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
         """Make level ``k`` current (features cached when they fit)."""
         idx = levels[k]
         rows = sum(sizes[s] if i is None else i.size for s, i in enumerate(idx))
-        # a level within the held bound (a constant: the same arithmetic on
-        # every machine) streams whitened rows, built once if held; a larger
-        # one streams k(X, Z) and whitens the coefficients per evaluation
+        # a level past the held bound (a constant: the same arithmetic on
+        # every machine) streams k(X, Z) and whitens the coefficients per
+        # evaluation; a smaller one too when its rows cost more to whiten
+        # once than its evaluations to fold (PRIMAL_FOLD_MIN_ROWS), else it
+        # streams whitened rows, built once if held
         large = rows * D * 4 > HELD_FEATURE_BYTES
-        lspec = spec if large else spec.row_whitened()
+        fold = large or rows >= PRIMAL_FOLD_MIN_ROWS
+        lspec = spec if fold else spec.row_whitened()
         cur.update(level=k, idx=idx, sets=[None] * len(sizes), rows=rows,
                    cache=rows * D * dtype.itemsize <= budget, large=large,
                    spec=lspec, white=Whitening(lspec))
