@@ -1133,8 +1133,9 @@ def primal_levels(sizes, seed: int, held_rows: int | None = None) -> list:
     bound every evaluation streams its features and costs its row count, so
     the levels between would add a third of the final level's passes
     (``sum 4^-k``) to a start that the first of them already brings within
-    the sampling noise (10^7 rows: 8.57 % test error through 1 M and 4 M
-    rows in 2 604 s CPU, BENCHMARKS.md "Streamed Nyström").
+    the sampling noise. 10^7 synthetic rows, 2 048 streamed landmarks
+    (BENCHMARKS.md, "Streamed Nyström"): 8.57 % test error in 2 604 s CPU
+    through the 1 M and 4 M levels, 8.67 % in 1 619 s without them.
     """
     perms = [None if n <= PRIMAL_START_ROWS else np.random.Generator(
         np.random.Philox(key=seed + 3 + s)).permutation(n)
