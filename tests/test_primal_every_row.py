@@ -390,18 +390,17 @@ def test_majorised_loss_keeps_the_final_tolerance(small_levels, monkeypatch):
 @pytest.mark.parametrize("how", ["held_bound", "cost"])
 def test_folded_whitening_levels_give_the_row_whitened_model(small_levels,
                                                               monkeypatch, how):
-    """A Nyström level past the held bound, or whose rows cost more to whiten
-    than its evaluations to fold (``PRIMAL_FOLD_MIN_ROWS``), streams
-    k(X, Z) and applies L^-T to the coefficients per evaluation; a smaller
-    one streams whitened rows (``NystromSpec.row_whitened``). Same objective,
-    other arithmetic: with every level folded -- by a held bound of 0 (no
-    iteration cap, the same levels: the bound would otherwise also cut the
-    schedule short), or by the cost rule -- the float64 model matches the
-    row-whitened one to 1e-6 of its decision values."""
+    """A Nyström level past the held bound, or of ``PRIMAL_FOLD_MIN_ROWS``
+    rows or more (off by default), streams k(X, Z) and applies L^-T to the
+    coefficients per evaluation; a smaller one streams whitened rows
+    (``NystromSpec.row_whitened``). Same objective, other arithmetic: with
+    every level folded -- by a held bound of 0 (no iteration cap, the same
+    levels: the bound would otherwise also cut the schedule short), or by
+    the row rule at 0 -- the float64 model matches the row-whitened one to
+    1e-6 of its decision values."""
     X, _, y_semi = _data(n=900)
     kw = dict(C=1.0, random_state=0, dtype="float64", tol=1e-10)
-    monkeypatch.setattr(_dsg, "PRIMAL_FOLD_MIN_ROWS", 10**9)
-    rows = TSGS3VM(**kw).fit(X, y_semi)
+    rows = TSGS3VM(**kw).fit(X, y_semi)  # the default: whitened rows
     assert rows.features_ == "nystroem"
     if how == "held_bound":
         monkeypatch.setattr(_dsg, "PRIMAL_LARGE_LEVEL_MAX_ITER", 10**6)
@@ -416,9 +415,9 @@ def test_folded_whitening_levels_give_the_row_whitened_model(small_levels,
     assert np.abs(f_rows - f_folded).max() <= 1e-6 * np.abs(f_rows).max()
 
 
-def test_levels_fold_from_the_cost_rule_on(small_levels, monkeypatch):
+def test_levels_fold_from_the_row_rule_on(small_levels, monkeypatch):
     """Levels of 188 / 572 / 900 rows: with the rule at 500 rows the first
-    streams whitened rows, the larger two fold; the default (20 000) keeps
+    streams whitened rows, the larger two fold; the default (None) keeps
     all three whitened."""
     X, _, y_semi = _data(n=900)
     seen, real = [], _dsg.Whitening

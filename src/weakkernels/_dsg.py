@@ -270,19 +270,19 @@ PRIMAL_LARGE_LEVEL_MAX_ITER = 4
 # 284); 10^6 rows 294 / 124 before, 227 / 49 at 0.5 and 0.25, 386 / 46 at 1
 # (too loose: the last level starts farther away).
 PRIMAL_LEVEL_NOISE_FRACTION = 0.5
-# Nyström levels within the held bound: whitened rows (phi = k(X, Z) L^-T:
-# a GEMM of 2 r m^2 flops, once, for r rows and m landmarks), or the
-# whitening folded into the coefficients (T v and T' g per evaluation: two
-# reads of the m x m float64 T, memory-bound, ~50 ms at m = 5 344). Folding
-# pays when the build outlasts the level's evaluations: on level 0, where C*
-# is annealed (~1 000 evaluations), from ~40 000 rows; on the later, warm-
-# started levels (tens to hundreds) from a few thousand. A level folds from
-# PRIMAL_FOLD_MIN_ROWS rows on (any size of landmark set: both costs grow as
-# m^2). Measured at the two ends: MNIST, 1 000 labels, U = 5 000 (5 096 and
-# 6 000 rows), folded on every level, 311 s fit CPU against 129 s whitened;
-# synthetic 10^5 rows (14 096 ... 100 000 rows, 5 344 landmarks), 201 s
-# folded against 335 s whitened, the same 8.79 % test error.
-PRIMAL_FOLD_MIN_ROWS = 20000
+# Nyström levels within the held bound stream whitened rows (phi = k(X, Z)
+# L^-T, a GEMM of 2 r m^2 flops once per level), not k(X, Z) with the
+# whitening folded into the coefficients per evaluation, which levels from
+# PRIMAL_FOLD_MIN_ROWS rows on would do (None: never, the default). Folding
+# is faster on large held levels (438f952 folded from 20 000 rows: MNIST U =
+# 60 000 460 s fit CPU against 568 s, synthetic 10^5 rows 95 s) but not as
+# accurate in float32: f = k(X, Z) (T v) cancels terms ~3.5e4 times larger
+# than f on ijcnn1 (5 344 landmarks in 22 dimensions), an error of ~1e-3 in
+# every evaluation's outputs and gradient, and ijcnn1 L = 20 000 seed 2 ended
+# at 3.64 % test error against 3.235 % whitened (BENCHMARKS.md, "Within the
+# bars"). Whitened rows perturb a fixed basis once, so the objective and its
+# gradient stay consistent.
+PRIMAL_FOLD_MIN_ROWS = None
 
 
 def primal_cache_bytes() -> int:
@@ -968,10 +968,10 @@ class Whitening:
 # Bytes of a chunk's features per block of fused_chunk. The forward and the
 # backward product of a block read the same rows: at most this many, the
 # second read finds them in the cache instead of memory. A 2 048-row chunk of
-# MNIST's 5 920 float32 landmarks is 48 MB, past a 32 MB L3; in 256-row blocks
-# (6 MB) the fused pass took 24 ms against 34 ms (K = 10; BENCHMARKS.md
-# "Streamed Nyström"). A constant: the blocks, so the sums, are the same on
-# every machine.
+# MNIST's 5 920 float32 landmarks is 48 MB, past a 32 MB L3; in blocks of 256
+# or 512 rows (6-12 MB; this bound gives 354) the fused pass took 24 ms
+# against 34 ms (K = 10; BENCHMARKS.md "Within the bars"). A constant: the
+# blocks, so the sums, are the same on every machine.
 FUSED_BLOCK_BYTES = 1 << 23
 
 
@@ -1244,11 +1244,11 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
         rows = sum(sizes[s] if i is None else i.size for s, i in enumerate(idx))
         # a level past the held bound (a constant: the same arithmetic on
         # every machine) streams k(X, Z) and whitens the coefficients per
-        # evaluation; a smaller one too when its rows cost more to whiten
-        # once than its evaluations to fold (PRIMAL_FOLD_MIN_ROWS), else it
-        # streams whitened rows, built once if held
+        # evaluation; a smaller one streams whitened rows, built once if held
+        # (PRIMAL_FOLD_MIN_ROWS: why, and the measured alternative)
         large = rows * D * 4 > HELD_FEATURE_BYTES
-        fold = large or rows >= PRIMAL_FOLD_MIN_ROWS
+        fold = large or (PRIMAL_FOLD_MIN_ROWS is not None
+                         and rows >= PRIMAL_FOLD_MIN_ROWS)
         lspec = spec if fold else spec.row_whitened()
         cur.update(level=k, idx=idx, sets=[None] * len(sizes), rows=rows,
                    cache=rows * D * dtype.itemsize <= budget, large=large,
