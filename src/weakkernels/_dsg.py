@@ -1007,7 +1007,7 @@ def fused_chunk(P, v32, shift, fn, rows):
     value, back, gsum = 0.0, np.zeros((P.shape[1], K)), np.zeros(K)
     for r0 in range(0, P.shape[0], step):
         Pb = P[r0:r0 + step]
-        f = (Pb @ v32).astype(np.float64) + shift
+        f = chunk_forward(Pb, v32) + shift  # one block: one product
         val, g = fn(rows[r0:r0 + step], f)
         value += float(val)
         back += chunk_backward(Pb, g)
@@ -1147,12 +1147,15 @@ def primal_levels(sizes, seed: int, held_rows: int | None = None) -> list:
         levels.append(level)
         if all(i is None for i in level):
             return levels
-        rows = sum(n if i is None else i.size
-                   for n, i in zip(sizes, level, strict=True))
-        if held_rows is not None and rows > held_rows:
+        if held_rows is not None and level_rows(sizes, level) > held_rows:
             levels.append([None] * len(sizes))
             return levels
         m *= PRIMAL_GROWTH
+
+
+def level_rows(sizes, level) -> int:
+    """Rows of a :func:`primal_levels` level over all sets."""
+    return sum(n if i is None else i.size for n, i in zip(sizes, level, strict=True))
 
 
 def _set_variances(sizes, level) -> list:
@@ -1241,7 +1244,7 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
     def enter(k):
         """Make level ``k`` current (features cached when they fit)."""
         idx = levels[k]
-        rows = sum(sizes[s] if i is None else i.size for s, i in enumerate(idx))
+        rows = level_rows(sizes, idx)
         # a level past the held bound (a constant: the same arithmetic on
         # every machine) streams k(X, Z) and whitens the coefficients per
         # evaluation; a smaller one streams whitened rows, built once if held
