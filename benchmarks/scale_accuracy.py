@@ -171,6 +171,9 @@ def make(method: str, C: float, sigma: float, seed: int):
     for token in method.split("_")[1:]:
         if token == "c0":
             kw["C_star"] = 0.0
+        elif token == "rule" and cls is not CCCPTSVM:
+            # paper 004's C* rule as given, no held-out choice of C*
+            kw["validation_fraction"] = None
         elif token == "c01":  # a tenth of paper 004's rule (set at fit)
             kw["C_star"] = 0.1
         elif token == "tuned":

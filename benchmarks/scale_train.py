@@ -46,6 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
+from _bases import revision
 from _peak_memory import PeakSampler, status
 from weakkernels.pipeline.synthetic import (
     SYNTHETIC,
@@ -77,6 +78,10 @@ def run_child(args) -> dict:
         max_features = args.max_features
         kw = dict(sigma=spec.teacher_sigma, C=args.C, random_state=0,
                   features=args.features, max_features=max_features)
+        if args.validation_fraction != "default":
+            vf = args.validation_fraction
+            kw["validation_fraction"] = (None if vf == "none" else
+                                         vf if vf == "auto" else float(vf))
     # warm-up: compile the numba kernels outside the timed fit
     y_warm = np.asarray(y_true[:2000]).astype(np.int8)
     y_warm[1000:] = -1
@@ -92,11 +97,23 @@ def run_child(args) -> dict:
     t0 = time.perf_counter()
     err = float(np.mean(est.predict(X_test) != y_test))
     pred_s = time.perf_counter() - t0
-    return dict(
+    svc = {}
+    if args.svc:
+        # the supervised baseline on the same labels, same C and kernel width
+        from sklearn.svm import SVC
+
+        c0 = time.process_time()
+        m = SVC(C=args.C, gamma=spec.teacher_sigma).fit(
+            np.asarray(X[:n_l], dtype=np.float64), np.asarray(y_true[:n_l]))
+        svc = dict(svc_cpu_s=time.process_time() - c0,
+                   svc_test_error=float(np.mean(m.predict(X_test) != y_test)))
+    return dict(**svc,
         dataset=args.dataset, n=n, d=int(X.shape[1]), n_labeled=n_l,
         n_iter=int(est.n_iter_), max_features=max_features,
         features=getattr(est, "features_", "fourier"),
         n_features_model=int(est.n_features_model_), fit_s=fit_s, cpu_s=cpu_s,
+        C_star=float(getattr(est, "C_star_", np.nan)),
+        validation_fraction=getattr(est, "validation_fraction_", None),
         load_avg_1min=os.getloadavg()[0],
         test_error=err, n_test=int(args.n_test), predict_test_s=pred_s,
         peak_rss=st["VmHWM"], rss_before_fit=base["VmRSS"],
@@ -179,6 +196,11 @@ def main(argv=None) -> int:
                     choices=["auto", "fourier", "nystroem"], help="lbfgs basis")
     ap.add_argument("--max-features", type=int, default=None,
                     help="lbfgs: pin the feature count (default: the rule)")
+    ap.add_argument("--validation-fraction", default="default",
+                    help="lbfgs: TSGS3VM's validation_fraction ('none', 'auto' or "
+                    "a float; default: the estimator's default)")
+    ap.add_argument("--svc", action="store_true",
+                    help="also fit SVC(C, gamma=sigma) on the labeled rows")
     ap.add_argument("--extrapolate", default="",
                     help="sizes not run, predicted from the fitted slope")
     ap.add_argument("--out", default="benchmarks/results/scale_train.json")
@@ -223,6 +245,9 @@ def main(argv=None) -> int:
                    "--features", args.features]
             if args.max_features:
                 cmd += ["--max-features", str(args.max_features)]
+            cmd += ["--validation-fraction", args.validation_fraction]
+            if args.svc:
+                cmd.append("--svc")
             res = subprocess.run(cmd, capture_output=True, text=True)
             if res.returncode:
                 raise SystemExit(f"child n={n} failed:\n{res.stderr[-3000:]}")
@@ -249,7 +274,8 @@ def main(argv=None) -> int:
                 machine=platform.platform(), python=platform.python_version(),
                 command=" ".join(["python", "benchmarks/scale_train.py",
                                   *(argv if argv is not None else sys.argv[1:])]),
-                shared_machine=True, generate_s=gen_s, slope=k)
+                shared_machine=True, generate_s=gen_s, slope=k,
+                revision=revision())
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(dict(meta=meta, runs=runs, extrapolated=extrap),

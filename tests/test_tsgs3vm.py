@@ -9,14 +9,16 @@ import pytest
 from sklearn.svm import SVC
 from tests._data import two_gaussians
 
-from weakkernels import FRS3VM, TSGS3VM, ModelFormatError, load
-from weakkernels._dsg import FunctionalModel, step_size
+from weakkernels import FRS3VM, TSGS3VM, ModelFormatError, _dsg, load
+from weakkernels._dsg import FunctionalModel, one_se_stage, step_size
 from weakkernels._threads import one_blas_thread
 from weakkernels.kernels import kernel_matrix
+from weakkernels.pipeline.synthetic import SyntheticSpec, synthetic_rows
 from weakkernels.random_features import FeatureSpec
 from weakkernels.tsgs3vm import (
     UNLABELED_LOSSES,
     hinge_grad,
+    resolve_validation_fraction,
     unlabeled_loss,
     unlabeled_loss_grad,
 )
@@ -710,3 +712,126 @@ def test_ramp_cccp_is_deterministic_and_needs_lbfgs():
     assert len(a.objective_curve_) == 2
     with pytest.raises(ValueError, match="lbfgs"):
         TSGS3VM(unlabeled_loss="ramp_cccp", solver="sgd").fit(X, y)
+
+
+# ------------------------------------------- C* chosen on held-out labels ----
+def _naive_one_se(errors):
+    """The one-standard-error rule written out with Python lists."""
+    base = list(errors[0])
+    m = len(base)
+    keep, keep_err = 0, None
+    if m < 2:
+        return 0
+    for j, e in enumerate(errors[1:], start=1):
+        d = [a - b for a, b in zip(e, base, strict=True)]
+        mean = sum(d) / m
+        se = (sum((x - mean) ** 2 for x in d) / (m - 1)) ** 0.5 / m ** 0.5
+        err = sum(e) / m
+        # (one_se_better's relative margin: one differing row is a tie)
+        if -mean > se * (1 + 1e-9) and (keep_err is None or err < keep_err):
+            keep, keep_err = j, err
+    return keep
+
+
+def test_one_se_stage_matches_the_rule_written_out():
+    rng = np.random.default_rng(0)
+    for trial in range(200):
+        m = int(rng.integers(2, 60))
+        p = rng.uniform(0.05, 0.5, size=3)
+        errors = [(rng.uniform(size=m) < q).astype(float) for q in p]
+        assert one_se_stage(errors) == _naive_one_se(errors), trial
+    same = np.array([0, 1, 0, 1.0])
+    assert one_se_stage([same, same, same]) == 0
+    # 3 rows better and 2 worse out of 100 is within one standard error
+    base = np.r_[np.ones(20), np.zeros(80)]
+    mixed = base.copy()
+    mixed[:3] = 0.0
+    mixed[-2:] = 1.0
+    assert one_se_stage([base, mixed]) == 0
+    # ten rows better, none worse: resolved; between equals the first
+    better = np.r_[np.ones(10), np.zeros(90)]
+    assert one_se_stage([base, better, better]) == 1
+    assert one_se_stage([np.ones(1), np.zeros(1)]) == 0  # one row: no SE
+
+
+def test_held_out_labels_keep_the_supervised_machine_where_unlabeled_rows_cost():
+    """Uniform inputs with a nonlinear teacher (no cluster structure): the
+    unlabeled term can only move the boundary away from the labels' one."""
+    spec = SyntheticSpec("t", 100_000, 8, seed=5)
+    X, y = synthetic_rows(spec, 0, 4000)
+    Xt, yt = synthetic_rows(spec, 50_000, 60_000)
+    ys = y.astype(int)
+    ys[1500:] = -1
+    kw = dict(C=10, sigma=spec.teacher_sigma, max_features=256, random_state=0)
+    rule = TSGS3VM(**kw).fit(X, ys)
+    held = TSGS3VM(validation_fraction=0.3, **kw).fit(X, ys)
+    assert held.C_star_ == 0.0
+    np.testing.assert_allclose(held.validation_errors_[:, 0],
+                               np.array([0.0, 0.1, 1.0]) * rule.C_star_)
+    assert held.validation_errors_[0, 1] < held.validation_errors_[2, 1]
+    assert np.mean(held.predict(Xt) != yt) < np.mean(rule.predict(Xt) != yt) - 0.002
+
+
+def test_held_out_labels_keep_the_unlabeled_term_where_it_pays():
+    X, y, yt = two_gaussians(n=2000, d=30, n_labeled=200, sep=2.5, seed=1)
+    U = y == -1
+    kw = dict(C=10, max_features=256, random_state=0)
+    held = TSGS3VM(validation_fraction=0.5, **kw).fit(X, y)
+    sup = TSGS3VM(C_star=0, **kw).fit(X, y)
+    assert held.C_star_ == pytest.approx(10 * 200 / 1800)
+    errs = held.validation_errors_[:, 1]
+    assert errs[2] < errs[0]
+    assert np.mean(held.predict(X[U]) != yt[U]) < np.mean(sup.predict(X[U]) != yt[U])
+
+
+def test_held_out_rows_join_the_loss_after_the_choice(monkeypatch):
+    """One sample level, supervised stage kept: the last solve is the C* = 0
+    objective over *all* labels, so the machine is the one TSGS3VM(C_star=0)
+    fits on every label (a strongly convex problem: one optimum)."""
+    monkeypatch.setattr(_dsg, "one_se_stage", lambda errors: 0)
+    spec = SyntheticSpec("t", 100_000, 8, seed=5)
+    X, y = synthetic_rows(spec, 0, 2000)
+    ys = y.astype(int)
+    ys[1000:] = -1
+    kw = dict(C=10, sigma=spec.teacher_sigma, max_features=128, random_state=0,
+              dtype="float64", tol=1e-12, balance="none")
+    held = TSGS3VM(validation_fraction=0.3, **kw).fit(X, ys)
+    assert held.C_star_ == 0.0
+    sup = TSGS3VM(C_star=0, **kw).fit(X, ys)
+    np.testing.assert_allclose(held.decision_function(X), sup.decision_function(X),
+                               atol=1e-3)
+    # without the held-out rows the optimum is elsewhere
+    part = ys.copy()
+    lab = np.flatnonzero(ys != -1)
+    part[lab[::3]] = -1
+    other = TSGS3VM(C_star=0, **kw).fit(X, part)
+    assert np.abs(other.decision_function(X) - sup.decision_function(X)).max() > 5e-2
+
+
+def test_held_out_labels_are_deterministic_and_need_lbfgs():
+    X, y, _ = two_gaussians(n=600, d=5, n_labeled=100, seed=7)
+    old = numba.get_num_threads()
+    try:
+        numba.set_num_threads(2)
+        a = TSGS3VM(validation_fraction=0.4, **FAST_LBFGS).fit(X, y)
+        numba.set_num_threads(1)
+        b = TSGS3VM(validation_fraction=0.4, **FAST_LBFGS).fit(X, y)
+    finally:
+        numba.set_num_threads(old)
+    assert a.to_bytes() == b.to_bytes()
+    np.testing.assert_array_equal(a.validation_errors_, b.validation_errors_)
+    assert TSGS3VM.from_bytes(a.to_bytes()).C_star_ == a.C_star_
+    with pytest.raises(ValueError, match="lbfgs"):
+        TSGS3VM(validation_fraction=0.4, solver="sgd").fit(X, y)
+
+
+def test_auto_holds_out_a_tenth_of_the_labels_from_ten_thousand_on():
+    y = np.repeat([0, 1], [6000, 4000])
+    assert resolve_validation_fraction("auto", y, "lbfgs") == 0.1
+    assert resolve_validation_fraction("auto", y[1:], "lbfgs") is None  # 9 999
+    assert resolve_validation_fraction("auto", y, "sgd") is None
+    # a class with fewer than ten labels cannot give the held-out part one
+    rare = np.r_[np.zeros(20000), np.ones(9)]
+    assert resolve_validation_fraction("auto", rare, "lbfgs") is None
+    assert resolve_validation_fraction(0.3, y[:50], "lbfgs") == 0.3
+    assert resolve_validation_fraction(None, y, "lbfgs") is None

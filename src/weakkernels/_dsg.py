@@ -615,12 +615,24 @@ class Problem:
         there and returns the fraction of its slopes that moved. The stage
         ends when that fraction is at most :data:`CCCP_TOL`, or after
         :data:`CCCP_MAX_STEPS` solves.
+    select : ``(s, score)`` or None
+        L-BFGS only: choose the annealing weight on held-out labeled rows.
+        Set ``s`` holds them; the loss does not read it while the annealing
+        stages (starting with ``w = 0``, the supervised machine) run on level
+        0. After them ``score(f, rows) -> (m,)`` gives each stage's per-row
+        errors from its outputs ``f + b`` on the set's level-0 rows ``rows``
+        (indices in the set; None: all), the stage is
+        chosen by :func:`one_se_stage`, and every later solve runs at its
+        weight with set ``s`` in the loss (``uses`` and ``pointwise`` treat
+        it as labeled rows); a problem of one level is solved once more with
+        them.
     """
 
     def __init__(self, sets, n_outputs, loss, *, lam=1.0, intercept="none",
                  balance=None, balance_set=1, balance_target=None, uses=None,
-                 pointwise=None, outputs_on=None, majorize=None):
+                 pointwise=None, outputs_on=None, majorize=None, select=None):
         self.sets = sets
+        self.select = select
         self.majorize = majorize
         self.outputs_on = outputs_on
         self.uses = uses
@@ -734,13 +746,57 @@ class Expansion:
     optimizer's record."""
 
     def __init__(self, model, intercept, n_iter, objective_curve,
-                 balance_outputs=None):
+                 balance_outputs=None, weight=1.0, stage_errors=None):
         self.model = model
         self.intercept = intercept
         self.n_iter = n_iter
         self.objective_curve = objective_curve
         # solver="lbfgs": f + b on every row of the balance set (None: SGD)
         self.balance_outputs = balance_outputs
+        # the annealing weight of the returned machine, and with
+        # Problem.select each stage's (weight, error on the held-out rows)
+        self.weight = weight
+        self.stage_errors = stage_errors
+
+
+def one_se_better(wrong, wrong_ref) -> tuple[bool, float, float]:
+    """Whether a candidate beats a reference by more than one standard error
+    of the paired difference of their per-point errors on the same validation
+    points; returns ``(better, mean difference, standard error)``.
+
+    The one-standard-error rule of Hastie, Tibshirani & Friedman (ESL 2nd
+    ed., Sec. 7.10), read as "keep the simpler model unless the evidence is
+    one SE strong"; paired, because both are scored on the same points, so
+    the noise they share (the hard points) cancels. A tie keeps the
+    reference -- and one point of difference is always a tie: with a single
+    nonzero d_i the mean and the SE are both 1/n, so the comparison carries a
+    relative margin instead of leaving it to the last bit of rounding."""
+    d = np.asarray(wrong, float) - np.asarray(wrong_ref, float)
+    se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else 0.0
+    return bool(-d.mean() > se * (1 + 1e-9)), float(d.mean()), se
+
+
+def one_se_stage(errors) -> int:
+    """The annealing stage to keep from per-row errors on held-out rows.
+
+    ``errors[j]`` (m,) are stage ``j``'s 0/1 errors on the same rows, stage 0
+    the supervised machine (C* = 0). A later stage is kept only if it beats
+    stage 0 by more than one standard error of the paired difference
+    (:func:`one_se_better`), and among those the one with the fewest errors
+    (the first on ties). Paper
+    004 chooses C* on a labeled validation set; the rule keeps the supervised
+    machine unless the unlabeled term's gain is resolved, because on data
+    without cluster structure that term only costs (BENCHMARKS.md, "Accuracy
+    at scale").
+    """
+    best, best_err = 0, np.inf
+    if np.size(errors[0]) < 2:
+        return 0  # no standard error: nothing is resolved
+    for j in range(1, len(errors)):
+        err = float(np.mean(errors[j]))
+        if one_se_better(errors[j], errors[0])[0] and err < best_err:
+            best, best_err = j, err
+    return best
 
 
 def feature_layout(max_features, block_size: int, default=None) -> int:
@@ -1220,8 +1276,17 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
     if state["center"]:
         state["b"] = np.asarray(problem.balance_target, dtype=np.float64)
     stages = ANNEAL_STAGES if anneal > 0 else ((0.0, 1.0) if anchored else (1.0,))
-    # the annealing stages on level 0, then w = 1 on every larger sample
-    plan = [(0, w) for w in stages] + [(k, 1.0) for k in range(1, len(levels))]
+    select = problem.select
+    if select is not None and stages[0] != 0.0:
+        stages = (0.0, *stages)  # the supervised machine is a candidate
+    # the annealing stages on level 0, then w = 1 (with select: the chosen
+    # weight, None until chosen) on every larger sample
+    after = 1.0 if select is None else None
+    plan = [(0, w) for w in stages] + [(k, after) for k in range(1, len(levels))]
+    if select is not None and len(levels) == 1:
+        plan.append((0, None))  # once more with the held-out rows in the loss
+    # with select: each stage's (z, state, gtol) and errors on held-out rows
+    chosen = {"w": after, "joined": select is None, "stages": []}
     # the Maclaurin kernel is numba-parallel only: its chunks run in order
     threads = (numba.get_num_threads()
                if spec.is_fourier or isinstance(spec, NystromSpec) else 1)
@@ -1260,6 +1325,15 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
             # the centre of this level's sample of B
             state["mu"] = cur["white"].lower(get(problem.balance_set).mean())
 
+    def used_sets(w):
+        """Which sets the loss reads at weight ``w`` (the held-out set of
+        ``select`` only once a stage is chosen)."""
+        used = (list(problem.uses(w)) if problem.uses is not None
+                else [True] * len(sizes))
+        if not chosen["joined"]:
+            used[select[0]] = False
+        return used
+
     def unpack(z):
         v = z[: D * K].reshape(D, K)
         b = z[D * K:] if state["free"] else state["b"]
@@ -1270,10 +1344,20 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
         return (get(s).forward(cur["white"].lift(v).astype(dtype))
                 - state["mu"] @ v + b)
 
+    def returned_intercept(v, b):
+        """The bias of the machine returned at ``(v, b)``: an anchored
+        constraint holds on its own outputs (a no-op for "supervised";
+        "clipped" re-balances the final outputs)."""
+        intercept = b - state["mu"] @ v
+        if anchored:
+            fB = outputs(problem.balance_set, v, b)
+            intercept = intercept + problem.balance_target(fB) - fB.mean(axis=0)
+        return intercept
+
     def objective_pointwise(z, w):
         """The objective of a row-separable loss, one fused pass per set."""
         v, b = unpack(z)
-        used = problem.uses(w) if problem.uses is not None else [True] * len(sizes)
+        used = used_sets(w)
         white = cur["white"]
         v32, shift = white.lift(v).astype(dtype), b - state["mu"] @ v
         value, back, gsum = 0.0, np.zeros((D, K)), np.zeros(K)
@@ -1297,7 +1381,7 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
         if problem.pointwise is not None:
             return objective_pointwise(z, w)
         v, b = unpack(z)
-        used = problem.uses(w) if problem.uses is not None else [True] * len(sizes)
+        used = used_sets(w)
         idx = cur["idx"]
         # an unused set's outputs are not read: zeros of the right shape
         fs = [outputs(s, v, b) if u else np.zeros(
@@ -1319,7 +1403,9 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
     curve, n_iter, gtol = [], 0, None
     try:
         with one_blas_thread():
-            for k, w in plan:
+            for i, (k, w) in enumerate(plan):
+                if w is None:
+                    w = chosen["w"]
                 if k != cur["level"]:
                     enter(k)
                 if anchored and w > 0:
@@ -1340,11 +1426,11 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
                 # tolerance and is L-BFGS's first evaluation
                 start = objective(z, w)
                 level_tol = gtol
-                if k == 0:
+                if k == 0 and (select is None or not chosen["joined"]):
                     # level 0: each stage's tolerance is relative to its own
                     # starting gradient (as when the problem fits at once)
                     gtol = level_tol = tol * max(np.abs(start[1]).max(), 1e-12)
-                else:
+                elif k > 0:
                     # larger levels keep the last level-0 tolerance: the loss
                     # is written with each set's full size, so the gradients
                     # are on one scale at every level, and a warm start's own
@@ -1386,14 +1472,22 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
                 curve.append(float(res.fun))
                 v, b = unpack(z)
                 check_divergence(v, "C (the problem is too badly scaled)")
+                if not chosen["joined"]:
+                    # a candidate: scored as it would be returned
+                    s_held, score = select
+                    f_held = (get(s_held).forward(cur["white"].lift(v).astype(dtype))
+                              + returned_intercept(v, b))
+                    chosen["stages"].append((w, z.copy(), _copy_state(state), gtol,
+                                             score(f_held, cur["idx"][s_held])))
+                    if i + 1 == len(plan) or plan[i + 1][1] is None:
+                        j = one_se_stage([c[-1] for c in chosen["stages"]])
+                        w, z, kept, gtol, _ = chosen["stages"][j]
+                        state.update(_copy_state(kept))
+                        chosen.update(w=w, joined=True)
+                        v, b = unpack(z)
                 _set_primal(model, v, n_blocks, norm, W, second)
-                intercept = b - state["mu"] @ v
-                if anchored and (k, w) == plan[-1]:
-                    # the returned machine holds its anchor too (a no-op for
-                    # "supervised"; "clipped" re-balances the final outputs)
-                    fB = outputs(problem.balance_set, v, b)
-                    intercept = (intercept + problem.balance_target(fB)
-                                 - fB.mean(axis=0))
+                intercept = (returned_intercept(v, b) if i + 1 == len(plan)
+                             else b - state["mu"] @ v)
                 if monitor is not None:
                     monitor(n_iter, model, intercept)
             # the returned machine on every row of the set the caller reads
@@ -1405,7 +1499,15 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
     finally:
         if pool is not None:
             pool.shutdown()
-    return Expansion(model, intercept, n_iter, curve, balance_outputs=fB)
+    return Expansion(model, intercept, n_iter, curve, balance_outputs=fB,
+                     weight=chosen["w"],
+                     stage_errors=[(c[0], float(np.mean(c[-1])))
+                                   for c in chosen["stages"]] or None)
+
+
+def _copy_state(state: dict) -> dict:
+    """A copy of the L-BFGS loop's constraint state (arrays copied)."""
+    return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in state.items()}
 
 
 def _first_known(fn, z0: np.ndarray, value):

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 import weakkernels
+from weakkernels._dsg import one_se_better
 from weakkernels.pipeline.common import (
     fit_data,
     fixed_params,
@@ -242,23 +243,6 @@ def _protocol_fits(model, X, y, split, n_unlabeled, cv_folds, *, seed,
         _, Xf, yf, n_lf, _, _ = fit_data(model, X, y, sp_f, n_unlabeled)
         held = sp["labeled"][te]
         yield ctx(n_lf), Xf, yf, X[held], eval_labels(y, sp, held)
-
-
-def one_se_better(wrong, wrong_ref) -> tuple[bool, float, float]:
-    """Whether a candidate beats a reference by more than one standard error
-    of the paired difference of their per-point errors on the same validation
-    points; returns ``(better, mean difference, standard error)``.
-
-    The one-standard-error rule of Hastie, Tibshirani & Friedman (ESL 2nd
-    ed., Sec. 7.10), read as "keep the simpler model unless the evidence is
-    one SE strong"; paired, because both are scored on the same points, so
-    the noise they share (the hard points) cancels. A tie keeps the
-    reference -- and one point of difference is always a tie: with a single
-    nonzero d_i the mean and the SE are both 1/n, so the comparison carries a
-    relative margin instead of leaving it to the last bit of rounding."""
-    d = np.asarray(wrong, float) - np.asarray(wrong_ref, float)
-    se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else 0.0
-    return bool(-d.mean() > se * (1 + 1e-9)), float(d.mean()), se
 
 
 def supervised_fallback(model, params, X, y, split, n_unlabeled, *, fixed, seed,
