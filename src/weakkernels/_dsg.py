@@ -783,11 +783,10 @@ def one_se_stage(errors) -> int:
     the supervised machine (C* = 0). A later stage is kept only if it beats
     stage 0 by more than one standard error of the paired difference
     (:func:`one_se_better`), and among those the one with the fewest errors
-    (the first on ties). Paper
-    004 chooses C* on a labeled validation set; the rule keeps the supervised
-    machine unless the unlabeled term's gain is resolved, because on data
-    without cluster structure that term only costs (BENCHMARKS.md, "Accuracy
-    at scale").
+    (the first on ties). Paper 004 chooses C* on a labeled validation set;
+    the rule keeps the supervised machine unless the unlabeled term's gain is
+    resolved, because on data without cluster structure that term only costs
+    (BENCHMARKS.md, "C* on held-out labels").
     """
     best, best_err = 0, np.inf
     if np.size(errors[0]) < 2:
