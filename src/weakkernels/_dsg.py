@@ -616,16 +616,14 @@ class Problem:
         ends when that fraction is at most :data:`CCCP_TOL`, or after
         :data:`CCCP_MAX_STEPS` solves.
     select : ``(s, score)`` or None
-        L-BFGS only: choose the annealing weight on held-out labeled rows.
-        Set ``s`` holds them; the loss does not read it while the annealing
-        stages (starting with ``w = 0``, the supervised machine) run on level
-        0. After them ``score(f, rows) -> (m,)`` gives each stage's per-row
-        errors from its outputs ``f + b`` on the set's level-0 rows ``rows``
-        (indices in the set; None: all), the stage is
-        chosen by :func:`one_se_stage`, and every later solve runs at its
-        weight with set ``s`` in the loss (``uses`` and ``pointwise`` treat
-        it as labeled rows); a problem of one level is solved once more with
-        them.
+        L-BFGS only: the fit only chooses an annealing weight, on held-out
+        labeled rows in set ``s`` (which the loss must not read). The
+        annealing stages (starting with ``w = 0``, the supervised machine)
+        run on level 0 only; ``score(f, rows) -> (m,)`` gives each stage's
+        per-row errors from its outputs ``f + b`` on the set's level-0 rows
+        ``rows`` (indices in the set; None: all); the stage kept is
+        :func:`one_se_stage`'s, returned as ``Expansion.weight`` with its
+        machine and every stage's ``(weight, error)``.
     """
 
     def __init__(self, sets, n_outputs, loss, *, lam=1.0, intercept="none",
@@ -1278,14 +1276,11 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
     select = problem.select
     if select is not None and stages[0] != 0.0:
         stages = (0.0, *stages)  # the supervised machine is a candidate
-    # the annealing stages on level 0, then w = 1 (with select: the chosen
-    # weight, None until chosen) on every larger sample
-    after = 1.0 if select is None else None
-    plan = [(0, w) for w in stages] + [(k, after) for k in range(1, len(levels))]
-    if select is not None and len(levels) == 1:
-        plan.append((0, None))  # once more with the held-out rows in the loss
-    # with select: each stage's (z, state, gtol) and errors on held-out rows
-    chosen = {"w": after, "joined": select is None, "stages": []}
+    # the annealing stages on level 0, then w = 1 on every larger sample
+    # (with select: level 0 only, each stage's (w, z, state, held-out errors))
+    plan = [(0, w) for w in stages] + [
+        (k, 1.0) for k in range(1, len(levels) if select is None else 1)]
+    candidates = []
     # the Maclaurin kernel is numba-parallel only: its chunks run in order
     threads = (numba.get_num_threads()
                if spec.is_fourier or isinstance(spec, NystromSpec) else 1)
@@ -1325,13 +1320,9 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
             state["mu"] = cur["white"].lower(get(problem.balance_set).mean())
 
     def used_sets(w):
-        """Which sets the loss reads at weight ``w`` (the held-out set of
-        ``select`` only once a stage is chosen)."""
-        used = (list(problem.uses(w)) if problem.uses is not None
+        """Which sets the loss reads at weight ``w`` (None: all)."""
+        return (problem.uses(w) if problem.uses is not None
                 else [True] * len(sizes))
-        if not chosen["joined"]:
-            used[select[0]] = False
-        return used
 
     def unpack(z):
         v = z[: D * K].reshape(D, K)
@@ -1403,8 +1394,6 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
     try:
         with one_blas_thread():
             for i, (k, w) in enumerate(plan):
-                if w is None:
-                    w = chosen["w"]
                 if k != cur["level"]:
                     enter(k)
                 if anchored and w > 0:
@@ -1425,11 +1414,11 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
                 # tolerance and is L-BFGS's first evaluation
                 start = objective(z, w)
                 level_tol = gtol
-                if k == 0 and (select is None or not chosen["joined"]):
+                if k == 0:
                     # level 0: each stage's tolerance is relative to its own
                     # starting gradient (as when the problem fits at once)
                     gtol = level_tol = tol * max(np.abs(start[1]).max(), 1e-12)
-                elif k > 0:
+                else:
                     # larger levels keep the last level-0 tolerance: the loss
                     # is written with each set's full size, so the gradients
                     # are on one scale at every level, and a warm start's own
@@ -1471,18 +1460,17 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
                 curve.append(float(res.fun))
                 v, b = unpack(z)
                 check_divergence(v, "C (the problem is too badly scaled)")
-                if not chosen["joined"]:
-                    # a candidate: scored as it would be returned
+                if select is not None:
+                    # a candidate, scored as it would be returned
                     s_held, score = select
                     f_held = (get(s_held).forward(cur["white"].lift(v).astype(dtype))
                               + returned_intercept(v, b))
-                    chosen["stages"].append((w, z.copy(), _copy_state(state), gtol,
-                                             score(f_held, cur["idx"][s_held])))
-                    if i + 1 == len(plan) or plan[i + 1][1] is None:
-                        j = one_se_stage([c[-1] for c in chosen["stages"]])
-                        w, z, kept, gtol, _ = chosen["stages"][j]
-                        state.update(_copy_state(kept))
-                        chosen.update(w=w, joined=True)
+                    candidates.append((w, z.copy(), _copy_state(state),
+                                       score(f_held, cur["idx"][s_held])))
+                    if i + 1 == len(plan):
+                        w, z, kept, _ = candidates[
+                            one_se_stage([c[-1] for c in candidates])]
+                        state.update(kept)
                         v, b = unpack(z)
                 _set_primal(model, v, n_blocks, norm, W, second)
                 intercept = (returned_intercept(v, b) if i + 1 == len(plan)
@@ -1499,9 +1487,9 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
         if pool is not None:
             pool.shutdown()
     return Expansion(model, intercept, n_iter, curve, balance_outputs=fB,
-                     weight=chosen["w"],
+                     weight=w if select is not None else 1.0,
                      stage_errors=[(c[0], float(np.mean(c[-1])))
-                                   for c in chosen["stages"]] or None)
+                                   for c in candidates] or None)
 
 
 def _copy_state(state: dict) -> dict:

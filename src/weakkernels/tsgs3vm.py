@@ -378,20 +378,8 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
         seed = seed_from_random_state(self.random_state)
         self.seed_ = seed
         sgd = self.solver == "sgd"
-        # labeled sets of the loss: {set index: (rows, targets)}; with
-        # validation_fraction a seeded stratified part of the labels is held
-        # out while the annealing stages run (set 2), then joins the loss
         self.validation_fraction_ = resolve_validation_fraction(
             self.validation_fraction, yl, self.solver)
-        held = self.validation_fraction_ is not None
-        if held:
-            tr, va = train_test_split(np.arange(n_l),
-                                      test_size=self.validation_fraction_,
-                                      stratify=yl, random_state=seed % 2**32)
-            tr, va = np.sort(tr), np.sort(va)
-            labeled_sets = {0: (XL[tr], Y[tr]), 2: (XL[va], Y[va])}
-        else:
-            labeled_sets = {0: (XL, Y)}
         B, max_blocks = self._layout(X.shape[0], (n_l, n_u), X.shape[1])
         spec, B, max_blocks, self.features_ = expansion_basis(
             self.features, solver=self.solver, kernel=self.kernel,
@@ -439,65 +427,83 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
             slope[rows] = new
             return moved
 
-        def pointwise(s, f, rows, m, w):
-            """Eq. (1) with C and C* on sums (scikit-learn's SVC convention):
-            set ``s``'s part at the outputs ``f`` of its ``rows`` (of ``m``
-            drawn), so that the sum over a sample estimates the full sum."""
-            if s != 1:
-                Xs, Ys = labeled_sets[s]
-                YL = Ys[rows]
-                k = C * Xs.shape[0] / m
-                margin = YL * f
-                return (k * labeled_loss(lname, margin).sum(),
-                        k * labeled_loss_grad(lname, margin) * YL)
-            k = C_star * w * n_u / m
-            if cccp:
-                # the convex majorant of paper 004 Eq. 1.12 at the last
-                # linearisation: convex part + slope * f (the objective up
-                # to a constant that does not depend on f)
-                val, grad = ramp_cccp_convex(f)
-                b = slope[rows]
-                return k * (val.sum() + float(np.sum(b * f))), k * (grad + b)
-            return (k * unlabeled_loss(uname, f, self.s).sum(),
-                    k * unlabeled_loss_grad(uname, f, self.s))
+        def problem_for(XL, Y, C_star, held=None):
+            """Eq. (1) on the labeled rows ``XL`` (targets ``Y``) and every
+            unlabeled row; ``held``: rows and targets of held-out labels that
+            only score the annealing stages (:class:`Problem`'s ``select``)."""
+            n_l = XL.shape[0]
 
-        def loss(fs, idx, sizes, w):
-            parts = [pointwise(s, f, np.arange(f.shape[0]) if i is None else i,
-                               f.shape[0], w)
-                     for s, (f, i) in enumerate(zip(fs, idx, strict=True))]
-            return sum(p[0] for p in parts), [p[1] for p in parts]
+            def pointwise(s, f, rows, m, w):
+                """Eq. (1) with C and C* on sums (scikit-learn's SVC
+                convention): set ``s``'s part at the outputs ``f`` of its
+                ``rows`` (of ``m`` drawn), so that the sum over a sample
+                estimates the full sum."""
+                if s == 0:
+                    YL = Y[rows]
+                    k = C * n_l / m
+                    margin = YL * f
+                    return (k * labeled_loss(lname, margin).sum(),
+                            k * labeled_loss_grad(lname, margin) * YL)
+                k = C_star * w * n_u / m
+                if cccp:
+                    # the convex majorant of paper 004 Eq. 1.12 at the last
+                    # linearisation: convex part + slope * f (the objective
+                    # up to a constant that does not depend on f)
+                    val, grad = ramp_cccp_convex(f)
+                    b = slope[rows]
+                    return k * (val.sum() + float(np.sum(b * f))), k * (grad + b)
+                return (k * unlabeled_loss(uname, f, self.s).sum(),
+                        k * unlabeled_loss_grad(uname, f, self.s))
 
-        problem = Problem(
-            [(labeled_sets[0][0], None), (X, idx_u)]
-            + ([(labeled_sets[2][0], None)] if held else []), K, loss, lam=1.0,
-            intercept="balance" if balance else ("none" if sgd else "free"),
-            balance=lambda gU: balancing_bias(balance, gU, r),
-            balance_target=_ANCHORS[balance](r) if balance in _ANCHORS and not sgd
-            else r,
-            uses=lambda w: [True, w * C_star > 0] + [True] * held,
-            pointwise=pointwise, outputs_on=1, majorize=majorize if cccp else None,
-            select=(2, partial(_held_out_errors, labeled_sets[2][1])) if held else None,
-        )
-        monitor = callback_monitor(
-            self, lambda model, b: self._set_model_state(model, X, idx_u, r, seed, b)
-        )
-        result = fit_expansion(
-            problem, spec, solver=self.solver, max_blocks=max_blocks, n_iter=T,
-            batch_size=self.batch_size,
+            def loss(fs, idx, sizes, w):
+                parts = [pointwise(s, f, np.arange(f.shape[0]) if i is None else i,
+                                   f.shape[0], w)
+                         for s, (f, i) in enumerate(zip(fs, idx, strict=True))]
+                return sum(p[0] for p in parts), [p[1] for p in parts]
+
+            return Problem(
+                [(XL, None), (X, idx_u)] + ([(held[0], None)] if held else []),
+                K, loss, lam=1.0,
+                intercept="balance" if balance else ("none" if sgd else "free"),
+                balance=lambda gU: balancing_bias(balance, gU, r),
+                balance_target=_ANCHORS[balance](r) if balance in _ANCHORS
+                and not sgd else r,
+                uses=lambda w: [True, w * C_star > 0] + [False] * bool(held),
+                pointwise=pointwise, outputs_on=1,
+                majorize=majorize if cccp else None,
+                select=(2, partial(_held_out_errors, held[1])) if held else None,
+            )
+
+        fit = partial(
+            fit_expansion, spec=spec, solver=self.solver, max_blocks=max_blocks,
+            n_iter=T, batch_size=self.batch_size,
             step=lambda t, T: step_size(schedule, eta0, t, T),
             # the concave-convex steps are their own continuation from their
             # start (the supervised machine, or the constant mean_L y with
             # balance="mean"): the C*-fraction stages cost g241n 3.8 pp
             anneal=0.0 if cccp else float(self.anneal), tol=float(self.tol),
-            seed=seed,
-            monitor=monitor, monitor_every=self.callback_every,
+            seed=seed)
+        if self.validation_fraction_ is not None:
+            # paper 004's choice of C* on labeled validation rows: the
+            # annealing stages on the first sample level without a seeded,
+            # stratified part of the labels, scored on it; then the fit on
+            # every label at the C* kept
+            tr, va = (np.sort(i) for i in train_test_split(
+                np.arange(n_l), test_size=self.validation_fraction_,
+                stratify=yl, random_state=seed % 2**32))
+            chosen = fit(problem_for(XL[tr], Y[tr], C_star, (XL[va], Y[va])))
+            self.validation_errors_ = np.array(
+                [(C_star * w, err) for w, err in chosen.stage_errors])
+            C_star = self.C_star_ = C_star * chosen.weight
+            if cccp:
+                slope[:] = 0.0  # the fit starts from its own linearisation
+        monitor = callback_monitor(
+            self, lambda model, b: self._set_model_state(model, X, idx_u, r, seed, b)
         )
+        result = fit(problem_for(XL, Y, C_star), monitor=monitor,
+                     monitor_every=self.callback_every)
         self.n_iter_ = result.n_iter
         self.objective_curve_ = result.objective_curve
-        if held:
-            self.C_star_ = C_star * result.weight
-            self.validation_errors_ = np.array(
-                [(C_star * w, err) for w, err in result.stage_errors])
         with one_blas_thread():
             self._set_model_state(result.model, X, idx_u, r, seed, result.intercept)
         if result.balance_outputs is not None and balance != 2:
