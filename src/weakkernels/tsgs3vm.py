@@ -726,9 +726,11 @@ or bool, default="auto"
         first sample level) run; the stage kept is the supervised one (C* =
         0) unless a later one makes fewer errors on the held-out rows by
         more than one standard error of the paired difference
-        (:func:`weakkernels._dsg.one_se_stage`). The held-out rows then join
-        the loss for the remaining solves at that C*. ``C_star_`` is the C*
-        kept, ``validation_errors_`` each stage's (C*, held-out error). None:
+        (:func:`weakkernels._dsg.one_se_stage`). The machine returned is
+        then the fit on every label at that C*, bit for bit the one
+        ``C_star=C_star_, validation_fraction=None`` gives (the choice costs
+        the first level's stages once more). ``C_star_`` is the C* kept,
+        ``validation_errors_`` each stage's (C*, held-out error). None:
         C* as given (paper 004's rule by default). ``"auto"``: 0.1 from
         :data:`AUTO_VALIDATION_MIN_LABELS` (10 000) labels on, else None
         (the fraction used is ``validation_fraction_``).
