@@ -271,7 +271,7 @@ def _held_out_errors(Y: np.ndarray, f: np.ndarray, rows) -> np.ndarray:
 # samples on. From there a tenth of the labels resolves the differences the
 # C* stages make: 10 000 labels of a uniform-density teacher (synthetic,
 # d = 28), the paper's C* rule 8.79 / 8.66 % test error at 10^5 / 10^7 rows,
-# the held-out choice (C* = 0) 8.40 / 8.29 %, SVC on the labels 8.43 %
+# the held-out choice (C* = 0) 8.41 / 8.31 %, SVC on the labels 8.43 %
 # (BENCHMARKS.md, "C* on held-out labels"); below it the labels are too few
 # to spare (MNIST's 1 000: 100 held-out rows resolve about +-3 pp).
 AUTO_VALIDATION_MIN_LABELS = 10_000
