@@ -77,14 +77,14 @@ import argparse
 import copy
 import csv
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from weakkernels.pipeline.search import one_se_better
+from _bases import revision
+from weakkernels._dsg import one_se_better
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("WEAKKERNELS_DATA", ROOT.parent / "shared/data/raw"))
@@ -203,17 +203,6 @@ def _errors(est, X, y):
     return float(np.mean(p != y)), float(np.mean(rec))
 
 
-def _revision() -> str:
-    try:
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                             capture_output=True, text=True, check=True).stdout
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src"],
-                               cwd=ROOT, capture_output=True, text=True).stdout
-        return rev.strip() + ("+dirty" if dirty.strip() else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def fits(method, a, sigma, seed, L, XL, yl, XU, Xv, yv):
     """Fit one method on one split: yields ``(name, estimator, cpu_s, C*,
     val_error)``; a ``_tuned`` method yields its grid's plain and ``_c0``
@@ -303,7 +292,7 @@ def run(a, argv) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"{a.dataset}.csv"
     new = not path.exists()
-    rows, rev = [], _revision()
+    rows, rev = [], revision()
     parent = _mlflow_parent(a, argv)
     try:
         with open(path, "a", newline="") as fh:
