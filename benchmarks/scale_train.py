@@ -78,6 +78,8 @@ def run_child(args) -> dict:
         max_features = args.max_features
         kw = dict(sigma=spec.teacher_sigma, C=args.C, random_state=0,
                   features=args.features, max_features=max_features)
+        if args.C_star is not None:  # e.g. 0: the supervised machine
+            kw["C_star"] = args.C_star
         if args.validation_fraction != "default":
             vf = args.validation_fraction
             kw["validation_fraction"] = (None if vf == "none" else
@@ -199,6 +201,9 @@ def main(argv=None) -> int:
     ap.add_argument("--validation-fraction", default="default",
                     help="lbfgs: TSGS3VM's validation_fraction ('none', 'auto' or "
                     "a float; default: the estimator's default)")
+    ap.add_argument("--C-star", type=float, default=None,
+                    help="lbfgs: pin TSGS3VM's C_star (0: labels only; default: "
+                    "the estimator's choice)")
     ap.add_argument("--svc", action="store_true",
                     help="also fit SVC(C, gamma=sigma) on the labeled rows")
     ap.add_argument("--extrapolate", default="",
@@ -220,7 +225,9 @@ def main(argv=None) -> int:
              if args.solver == "sgd" else
              f"{args.dataset} (SYNTHETIC, d={spec.n_features}), TSGS3VM L-BFGS "
              f"(every row), features={args.features}, max_features="
-             f"{args.max_features or 'default'}, C={args.C:g}; shared 2-core machine")
+             f"{args.max_features or 'default'}, C={args.C:g}"
+             + ("" if args.C_star is None else f", C_star={args.C_star:g}")
+             + f", {args.n_labeled} labels; shared 2-core machine")
     if args.replot:
         res = json.loads(Path(args.out).read_text())
         plot(res["runs"], Path(args.plot), title, res["extrapolated"])
@@ -246,6 +253,8 @@ def main(argv=None) -> int:
             if args.max_features:
                 cmd += ["--max-features", str(args.max_features)]
             cmd += ["--validation-fraction", args.validation_fraction]
+            if args.C_star is not None:
+                cmd += ["--C-star", str(args.C_star)]
             if args.svc:
                 cmd.append("--svc")
             res = subprocess.run(cmd, capture_output=True, text=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import tracemalloc
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from weakkernels.pipeline.synthetic import (
     CHUNK_ROWS,
     SYNTHETIC,
     SyntheticSpec,
+    _teacher,
     open_synthetic,
     synthetic_rows,
     write_synthetic,
@@ -46,6 +48,44 @@ def test_rows_are_chunk_independent_and_prefix_stable():
     # another seed gives other data
     Xo, _ = synthetic_rows(SyntheticSpec("t", 3 * CHUNK_ROWS, 6, seed=6), 0, 100)
     assert not np.array_equal(Xo, X[:100])
+
+
+@pytest.mark.parametrize("name, digest", [
+    ("synthetic_hepmass",
+     "df7f2eb7911a0f66a9cb5b9885e95e3a8fb0dc8080c9f9ac7876400cc271807f"),
+    ("synthetic_susy",
+     "747f374d1d06eb39df0d16b6a0cfa24275c9ecfb341f003f206745114a0263c7"),
+])
+def test_gap_free_sets_keep_their_rows(name, digest):
+    """The ``gap`` option left the HEPMASS / SUSY rows as they were: digests of
+    their first 1 000 rows, taken with the generator before the option (ec92b2a),
+    so every benchmark row measured on them stays comparable."""
+    X, y = synthetic_rows(SYNTHETIC[name], 0, 1000)
+    assert hashlib.sha256(X.tobytes() + y.tobytes()).hexdigest() == digest
+
+
+def test_gap_empties_a_band_around_the_boundary():
+    """With ``gap``, no row's teacher value lies within ``m`` of the threshold,
+    the classes stay balanced, labels still flip at ``label_noise``, and rows
+    stay chunk-independent and prefix-stable (rejection happens inside a chunk)."""
+    spec = SyntheticSpec("t", 3 * CHUNK_ROWS, 6, seed=5, gap=0.3)
+    W, b, a, thr, m = _teacher(spec)
+    X, y = synthetic_rows(spec, 0, 2 * CHUNK_ROWS)
+    f = np.cos(X.astype(np.float64) @ W + b) @ a
+    assert m > 0 and np.abs(f - thr).min() >= m
+    # on the uniform cube the band holds ~30 % of the rows
+    U = np.random.default_rng(0).random((20_000, 6))
+    band = np.abs(np.cos(U @ W + b) @ a - thr) < m
+    assert 0.27 < band.mean() < 0.33, band.mean()
+    assert 0.45 < y.mean() < 0.55
+    assert 0.015 < np.mean((f > thr) != y) < 0.025  # label_noise 0.02
+    Xa, ya = synthetic_rows(spec, CHUNK_ROWS - 7, CHUNK_ROWS + 9)
+    np.testing.assert_array_equal(Xa, X[CHUNK_ROWS - 7:CHUNK_ROWS + 9])
+    np.testing.assert_array_equal(ya, y[CHUNK_ROWS - 7:CHUNK_ROWS + 9])
+    Xp, _ = synthetic_rows(spec.prefix(1000), 0, 1000)
+    np.testing.assert_array_equal(Xp, X[:1000])
+    with pytest.raises(ValueError, match="gap"):
+        synthetic_rows(SyntheticSpec("t", 10, 3, gap=0.95), 0, 10)
 
 
 def test_teacher_is_learnable_and_nonlinear():
@@ -95,6 +135,7 @@ def test_registered_in_pipeline_download_and_prepare(tmp_path):
     """`synthetic_susy_100k` goes through the download and prepare stages."""
     assert "synthetic_hepmass" in ds.DATASETS and "synthetic_susy_1m" in ds.DATASETS
     assert "SYNTHETIC" in ds.DATASETS["synthetic_hepmass"].description
+    assert "low-density" in ds.DATASETS["synthetic_hepmass_gap_1m"].description
     recs = ds.download_dataset("synthetic_susy_100k", tmp_path / "raw", None)
     assert recs[0]["origin"].startswith("generated (synthetic")
     raw = ds.load_raw("synthetic_susy_100k", tmp_path / "raw")

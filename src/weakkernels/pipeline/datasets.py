@@ -312,7 +312,10 @@ def _registry() -> dict[str, DatasetSpec]:
             reg[name] = DatasetSpec(
                 name, f"synthetic/{name}", (), "synthetic", "(generated)",
                 f"SYNTHETIC {n:,} x {sp.n_features} with the shape of "
-                f"{base.removeprefix('synthetic_').upper()}; nonlinear teacher",
+                f"{base.removeprefix('synthetic_').removesuffix('_gap').upper()}; "
+                "nonlinear teacher" + (
+                    f"; low-density band ({sp.gap:.0%} of the cube) around its "
+                    "boundary" if sp.gap else ""),
                 extra={"base": base, "n_rows": n})
     return reg
 
