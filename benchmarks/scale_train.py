@@ -80,6 +80,8 @@ def run_child(args) -> dict:
                   features=args.features, max_features=max_features)
         if args.C_star is not None:  # e.g. 0: the supervised machine
             kw["C_star"] = args.C_star
+        elif args.C_star_factor is not None:  # a multiple of the rule's C*
+            kw["C_star"] = args.C_star_factor * args.C * n_l / (n - n_l)
         if args.validation_fraction != "default":
             vf = args.validation_fraction
             kw["validation_fraction"] = (None if vf == "none" else
@@ -204,6 +206,8 @@ def main(argv=None) -> int:
     ap.add_argument("--C-star", type=float, default=None,
                     help="lbfgs: pin TSGS3VM's C_star (0: labels only; default: "
                     "the estimator's choice)")
+    ap.add_argument("--C-star-factor", type=float, default=None,
+                    help="lbfgs: C_star = this x paper 004's rule C n_l / n_u")
     ap.add_argument("--svc", action="store_true",
                     help="also fit SVC(C, gamma=sigma) on the labeled rows")
     ap.add_argument("--extrapolate", default="",
@@ -227,6 +231,8 @@ def main(argv=None) -> int:
              f"(every row), features={args.features}, max_features="
              f"{args.max_features or 'default'}, C={args.C:g}"
              + ("" if args.C_star is None else f", C_star={args.C_star:g}")
+             + ("" if args.C_star_factor is None
+                else f", C_star={args.C_star_factor:g} x C n_l / n_u")
              + f", {args.n_labeled} labels; shared 2-core machine")
     if args.replot:
         res = json.loads(Path(args.out).read_text())
@@ -255,6 +261,8 @@ def main(argv=None) -> int:
             cmd += ["--validation-fraction", args.validation_fraction]
             if args.C_star is not None:
                 cmd += ["--C-star", str(args.C_star)]
+            if args.C_star_factor is not None:
+                cmd += ["--C-star-factor", str(args.C_star_factor)]
             if args.svc:
                 cmd.append("--svc")
             res = subprocess.run(cmd, capture_output=True, text=True)
