@@ -17,7 +17,7 @@ a width near :attr:`SyntheticSpec.teacher_sigma` can learn it; the Bayes error i
 ``label_noise`` (2 %).  Measured on synthetic_hepmass (BENCHMARKS.md): an RBF SVC
 on 10,000 labeled rows reaches ~8 % test error, on 1,000 rows ~16 %.
 
-With ``gap > 0`` (the cluster assumption of paper 004, Sec. 1.1: the decision
+With ``gap > 0`` (the cluster assumption of paper 004, Sec. 1.5: the decision
 boundary lies in a region of low density), rows whose teacher value is among the
 fraction ``gap`` nearest the threshold are rejected: ``|f(x) - median| < m`` with
 ``m`` the ``gap``-quantile of ``|f - median|`` over the uniform cube.  The inputs
