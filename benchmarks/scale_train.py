@@ -182,6 +182,58 @@ def plot(rows: list[dict], out: Path, title: str, extrapolated: list[dict]) -> N
     plt.close(fig)
 
 
+def setting(args) -> str:
+    """What a run's TSGS3VM was told beyond the defaults (a row label)."""
+    if args.solver == "sgd":
+        return "solver='sgd', one pass"
+    parts = []
+    if args.C_star is not None:
+        parts.append(f"C_star={args.C_star:g}"
+                     + (" (labels only)" if args.C_star == 0 else ""))
+    if args.C_star_factor is not None:
+        parts.append(f"C_star = {args.C_star_factor:g} x C n_l / n_u")
+    if args.validation_fraction != "default":
+        parts.append(f"validation_fraction={args.validation_fraction}")
+    if args.max_features:
+        parts.append(f"max_features={args.max_features}")
+    if args.features != "auto":
+        parts.append(f"features={args.features}")
+    return ", ".join(parts) or "defaults"
+
+
+def plot_compare(outs: list[str], png: Path, parser) -> None:
+    """Test error against rows, one line per ``--out`` JSON of this script
+    (labelled by its command's settings), with the SVC on the same labels."""
+    import shlex
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    svc = {}
+    for f in outs:
+        res = json.loads(Path(f).read_text())
+        a = parser.parse_args(shlex.split(res["meta"]["command"])[2:])
+        runs = res["runs"]
+        ax.semilogx([r["n"] for r in runs], [100 * r["test_error"] for r in runs],
+                    "o-", label=f"TSGS3VM {setting(a)} ({res['meta']['revision']})")
+        svc.update({r["n"]: r["svc_test_error"] for r in runs if "svc_test_error" in r})
+    if svc:
+        n = sorted(svc)
+        ax.semilogx(n, [100 * svc[k] for k in n], "k--", label="SVC on the same labels")
+    ax.set_xlabel("training rows n (labeled + unlabeled)")
+    ax.set_ylabel("test error %")
+    ax.set_title(f"{a.dataset} (SYNTHETIC, d = 28), {a.n_labeled} labels, "
+                 f"C = {a.C:g}, one thread", fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", default="synthetic_hepmass", choices=sorted(SYNTHETIC))
@@ -214,11 +266,17 @@ def main(argv=None) -> int:
                     help="sizes not run, predicted from the fitted slope")
     ap.add_argument("--out", default="benchmarks/results/scale_train.json")
     ap.add_argument("--plot", default="benchmarks/results/scale_train.png")
+    ap.add_argument("--compare", nargs="+", default=None, metavar="JSON",
+                    help="only draw --plot: test error vs rows of these --out "
+                    "files side by side")
     ap.add_argument("--replot", action="store_true",
                     help="only redraw --plot from an existing --out JSON")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.compare:
+        plot_compare(args.compare, Path(args.plot), ap)
+        return 0
     spec = SYNTHETIC[args.dataset]
     args.data_dir = args.data_dir or f"data/synthetic/{args.dataset}"
     if args.child:
