@@ -228,7 +228,7 @@ def plot_compare(outs: list[str], png: Path, parser) -> None:
     ax.set_title(f"{a.dataset} (SYNTHETIC, d = 28), {a.n_labeled} labels, "
                  f"C = {a.C:g}, one thread", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="center right")
     fig.tight_layout()
     fig.savefig(png, dpi=110)
     plt.close(fig)
@@ -304,7 +304,7 @@ def main(argv=None) -> int:
     gen_s = time.perf_counter() - t0
     print(f"data: {args.data_dir} ({spec.n_rows} x {spec.n_features}, synthetic) "
           f"ready in {gen_s:.1f} s", flush=True)
-    runs = []
+    runs, rev = [], revision()
     for n in sizes:
         reps = args.repeats if n < 1_000_000 else 1
         per = []
@@ -333,6 +333,8 @@ def main(argv=None) -> int:
                   "test_error"):
             med[k] = float(np.median([p[k] for p in per]))
         med["repeats"] = reps
+        med["setting"] = setting(args)
+        med["revision"] = rev
         med["fit_s_all"] = [p["fit_s"] for p in per]
         runs.append(med)
     k = slope(runs)
@@ -350,7 +352,7 @@ def main(argv=None) -> int:
                 command=" ".join(["python", "benchmarks/scale_train.py",
                                   *(argv if argv is not None else sys.argv[1:])]),
                 shared_machine=True, generate_s=gen_s, slope=k,
-                revision=revision())
+                revision=rev)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(dict(meta=meta, runs=runs, extrapolated=extrap),
