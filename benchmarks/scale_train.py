@@ -86,6 +86,10 @@ def run_child(args) -> dict:
             vf = args.validation_fraction
             kw["validation_fraction"] = (None if vf == "none" else
                                          vf if vf == "auto" else float(vf))
+    if args.large_level_max_iter:  # L-BFGS iterations of a streamed level
+        from weakkernels import _dsg
+
+        _dsg.PRIMAL_LARGE_LEVEL_MAX_ITER = args.large_level_max_iter
     # warm-up: compile the numba kernels outside the timed fit
     y_warm = np.asarray(y_true[:2000]).astype(np.int8)
     y_warm[1000:] = -1
@@ -198,6 +202,8 @@ def setting(args) -> str:
         parts.append(f"max_features={args.max_features}")
     if args.features != "auto":
         parts.append(f"features={args.features}")
+    if args.large_level_max_iter:
+        parts.append(f"PRIMAL_LARGE_LEVEL_MAX_ITER={args.large_level_max_iter}")
     return ", ".join(parts) or "defaults"
 
 
@@ -260,6 +266,8 @@ def main(argv=None) -> int:
                     "the estimator's choice)")
     ap.add_argument("--C-star-factor", type=float, default=None,
                     help="lbfgs: C_star = this x paper 004's rule C n_l / n_u")
+    ap.add_argument("--large-level-max-iter", type=int, default=None,
+                    help="lbfgs: override _dsg.PRIMAL_LARGE_LEVEL_MAX_ITER")
     ap.add_argument("--svc", action="store_true",
                     help="also fit SVC(C, gamma=sigma) on the labeled rows")
     ap.add_argument("--extrapolate", default="",
@@ -321,6 +329,8 @@ def main(argv=None) -> int:
                 cmd += ["--C-star", str(args.C_star)]
             if args.C_star_factor is not None:
                 cmd += ["--C-star-factor", str(args.C_star_factor)]
+            if args.large_level_max_iter:
+                cmd += ["--large-level-max-iter", str(args.large_level_max_iter)]
             if args.svc:
                 cmd.append("--svc")
             res = subprocess.run(cmd, capture_output=True, text=True)
