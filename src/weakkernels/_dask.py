@@ -281,6 +281,22 @@ def _value_range(block):
     return out
 
 
+def _cell_moments(parts):
+    """(sum, sum of squares) of one dense cell of rows, ``parts`` its pieces
+    in order (several when the cell spans chunks): the arithmetic of
+    :func:`weakkernels._dsg.resolve_sigma` on the same rows, so the same bits."""
+    cell = parts[0] if len(parts) == 1 else np.concatenate(
+        [np.asarray(p) for p in parts])
+    cell = np.asarray(cell, dtype=np.float64)
+    return float(cell.sum()), float(np.square(cell).sum())
+
+
+def _cell_moments_task(block, local):
+    out = _cell_moments([_take(block, local)])
+    release_mapped_rows(block)
+    return out
+
+
 # -- the client side -----------------------------------------------------------
 class DaskRows:
     """Rows of a row-chunked dask array persisted on the cluster, in the role
@@ -312,6 +328,7 @@ class DaskRows:
             self._shared = None  # (W kept alive, future of the frequencies, spec)
             self._losses = None  # (pointwise kept alive, its future)
             self.itemsize = 8  # bytes per stored value (persist sets it)
+            self.sparse = False  # CSR chunks (persist sets it)
 
     @classmethod
     def persist(cls, X, client) -> DaskRows:
@@ -326,6 +343,7 @@ class DaskRows:
         offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
         rows = cls(client, blocks, offsets, X.shape[1])
         rows.itemsize = X.dtype.itemsize
+        rows.sparse = sp.issparse(X._meta)
         return rows
 
     # -- rows ----------------------------------------------------------------
@@ -431,13 +449,39 @@ class DaskRows:
         return (all(s[0] for s in stats),
                 max((s[1] for s in stats), default=0.0))
 
-    def moments(self) -> tuple[float, float]:
-        """Sum and sum of squares of every stored value (chunk order), as
-        :func:`weakkernels._dsg.resolve_sigma` needs them."""
+    def moments(self, cell_rows: int) -> tuple[float, float]:
+        """Sum and sum of squares of every stored value, as
+        :func:`weakkernels._dsg.resolve_sigma` needs them.
+
+        Dense rows are summed on the in-memory path's grid of ``cell_rows``
+        rows, cell by cell in order, each cell where its chunk is (a cell
+        over several chunks first gathers its pieces into one task): the
+        in-memory bits, so ``sigma="scale"`` -- and with it the whole model --
+        does not depend on the chunks. Sums per chunk differed from them in
+        the last bits (tests/test_dask.py). CSR rows keep the per-chunk sums:
+        the in-memory path sums all stored values at once, which pieces on
+        the workers cannot reproduce."""
+        if self.base.sparse:
+            stats = self._view_stats()
+            return (sum(s_[2] for s_ in stats), sum(s_[3] for s_ in stats))
+        futs = []
+        for r0 in range(0, self.shape[0], cell_rows):
+            rows = self._global(slice(r0, r0 + cell_rows))
+            pieces = list(self._per_block(rows))
+            if len(pieces) == 1:
+                blk, local, _ = pieces[0]
+                futs.append(self.client.submit(
+                    _cell_moments_task, self.blocks[blk], local, pure=False,
+                    **self.beside(self.blocks[blk])))
+            else:
+                parts = [self.client.submit(_rows_task, self.blocks[blk], local,
+                                            pure=False, **self.beside(self.blocks[blk]))
+                         for blk, local, _ in pieces]
+                futs.append(self.client.submit(_cell_moments, parts, pure=False))
         total = total_sq = 0.0
-        for s in self._view_stats():
-            total += s[2]
-            total_sq += s[3]
+        for s_, q in self.client.gather(futs):  # in the cells' order
+            total += s_
+            total_sq += q
         return total, total_sq
 
     # -- the solver's point sets ---------------------------------------------

@@ -530,6 +530,10 @@ def expansion_basis(features: str, *, solver: str, kernel: str, sigma: float,
     return spec, spec.block_size, 1, "nystroem"
 
 
+# rows per partial sum of resolve_sigma: the same grid in memory and on Dask
+MOMENT_CELL_ROWS = 1 << 16
+
+
 def resolve_sigma(sigma, X) -> float:
     """Kernel width: a number, or ``"scale"`` for ``1 / (d Var X)`` over the
     training rows -- scikit-learn's ``gamma="scale"`` of ``SVC`` (the variance
@@ -541,7 +545,7 @@ def resolve_sigma(sigma, X) -> float:
     n, d = X.shape
     total = total_sq = 0.0
     if hasattr(X, "moments"):  # rows on Dask workers: summed where they are
-        total, total_sq = X.moments()
+        total, total_sq = X.moments(MOMENT_CELL_ROWS)
     elif sp.issparse(X):
         X = sp.csr_matrix(X)
         if not X.has_canonical_format:
@@ -550,8 +554,8 @@ def resolve_sigma(sigma, X) -> float:
         values = np.asarray(X.data, dtype=np.float64)
         total, total_sq = float(values.sum()), float(np.square(values).sum())
     else:
-        for r0 in range(0, n, 1 << 16):
-            chunk = np.asarray(X[r0 : r0 + (1 << 16)], dtype=np.float64)
+        for r0 in range(0, n, MOMENT_CELL_ROWS):
+            chunk = np.asarray(X[r0 : r0 + MOMENT_CELL_ROWS], dtype=np.float64)
             total += float(chunk.sum())
             total_sq += float(np.square(chunk).sum())
     count = float(n * d)
