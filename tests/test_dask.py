@@ -37,6 +37,7 @@ from tests.test_tsgsu import su_problem
 
 from _pipeline import params as repo_params
 from weakkernels import FRS3VM, QSGS2AUC, TSGS3VM, TSGSU, _dsg
+from weakkernels._dask import DaskRows
 from weakkernels.pipeline.fitting import train
 from weakkernels.pipeline.preparation import prepare
 from weakkernels.pipeline.splitting import make_splits
@@ -121,27 +122,26 @@ def test_dask_fit_is_the_in_memory_fit(client, streamed, name, sparse):
                                est.predict_proba(X), rtol=1e-12)
 
 
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
 @pytest.mark.parametrize("seed", [0, 2, 3])
-def test_default_sigma_is_the_in_memory_one(client, seed):
+def test_default_sigma_is_the_in_memory_one(client, seed, sparse):
     """``sigma="scale"`` sums the values on the in-memory path's row grid, so
     the width and the model do not depend on the chunks. Summed per Dask chunk
-    (before), seeds 2 and 3 gave other last bits and models 1e-13 apart; seed 0
-    (the data of the tests above) happened to agree."""
+    (before 85e1f0c), seeds 2 and 3 gave other last bits and models 1e-13 to
+    1e-11 apart; seed 0 (the data of the tests above) happened to agree."""
     X, y = _semi(seed=seed)
-    ref = TSGS3VM(**_OPT).fit(X, y)
-    est = TSGS3VM(**_OPT).fit(*_dask(X, y, False))
+    fmt = sp.csr_matrix if sparse else np.asarray
+    ref = TSGS3VM(**_OPT).fit(fmt(X), y)
+    est = TSGS3VM(**_OPT).fit(*_dask(X, y, sparse))
     assert est.sigma_ == ref.sigma_
     np.testing.assert_array_equal(est.decision_function(X), ref.decision_function(X))
     # a set longer than one cell of the grid, in chunks that straddle cells
     Xl = np.random.default_rng(seed).random((_dsg.MOMENT_CELL_ROWS + 4321, 3))
-    rows = _dask_rows(client, Xl, chunks=50_000)
-    assert _dsg.resolve_sigma("scale", rows) == _dsg.resolve_sigma("scale", Xl)
-
-
-def _dask_rows(client, X, chunks):
-    from weakkernels._dask import DaskRows
-
-    return DaskRows.persist(da.from_array(X, chunks=(chunks, -1)), client)
+    Xl[Xl < 0.5] = 0.0
+    rows = DaskRows.persist(_dask(Xl, np.zeros(len(Xl)), sparse)[0].rechunk(
+        (50_000, -1)), client)
+    assert (_dsg.resolve_sigma("scale", rows)
+            == _dsg.resolve_sigma("scale", fmt(Xl)))
 
 
 def test_validation_fraction_on_dask_is_the_in_memory_fit(client, streamed):

@@ -51,6 +51,7 @@ from weakkernels._dsg import (
     RowLoss,
     _PrimalSet,
     add_in_order,
+    cell_moments,
     chunk_backward,
     chunk_forward,
     fused_chunk,
@@ -269,30 +270,25 @@ def _selection(block, sel, copy):
 
 
 def _value_range(block):
-    """(all finite, max |value|, sum, sum of squares) of one chunk."""
+    """(all finite, max |value|) of one chunk."""
     values = block.data if sp.issparse(block) else np.asarray(block)
     if values.size == 0:
-        return True, 0.0, 0.0, 0.0
+        return True, 0.0
     v64 = values.astype(np.float64, copy=False)
     finite = bool(np.isfinite(v64).all())
-    peak = float(np.abs(v64).max()) if finite else float("inf")
-    out = finite, peak, float(v64.sum()), float(np.square(v64).sum())
+    out = finite, float(np.abs(v64).max()) if finite else float("inf")
     release_mapped_rows(block)
     return out
 
 
 def _cell_moments(parts):
-    """(sum, sum of squares) of one dense cell of rows, ``parts`` its pieces
-    in order (several when the cell spans chunks): the arithmetic of
-    :func:`weakkernels._dsg.resolve_sigma` on the same rows, so the same bits."""
-    cell = parts[0] if len(parts) == 1 else np.concatenate(
-        [np.asarray(p) for p in parts])
-    cell = np.asarray(cell, dtype=np.float64)
-    return float(cell.sum()), float(np.square(cell).sum())
+    """:func:`weakkernels._dsg.cell_moments` of one cell of rows, ``parts``
+    its pieces in order (several when the cell spans chunks)."""
+    return cell_moments(parts[0] if len(parts) == 1 else _stack(parts))
 
 
 def _cell_moments_task(block, local):
-    out = _cell_moments([_take(block, local)])
+    out = cell_moments(_take(block, local))
     release_mapped_rows(block)
     return out
 
@@ -328,7 +324,6 @@ class DaskRows:
             self._shared = None  # (W kept alive, future of the frequencies, spec)
             self._losses = None  # (pointwise kept alive, its future)
             self.itemsize = 8  # bytes per stored value (persist sets it)
-            self.sparse = False  # CSR chunks (persist sets it)
 
     @classmethod
     def persist(cls, X, client) -> DaskRows:
@@ -343,7 +338,6 @@ class DaskRows:
         offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
         rows = cls(client, blocks, offsets, X.shape[1])
         rows.itemsize = X.dtype.itemsize
-        rows.sparse = sp.issparse(X._meta)
         return rows
 
     # -- rows ----------------------------------------------------------------
@@ -451,19 +445,12 @@ class DaskRows:
 
     def moments(self, cell_rows: int) -> tuple[float, float]:
         """Sum and sum of squares of every stored value, as
-        :func:`weakkernels._dsg.resolve_sigma` needs them.
-
-        Dense rows are summed on the in-memory path's grid of ``cell_rows``
-        rows, cell by cell in order, each cell where its chunk is (a cell
-        over several chunks first gathers its pieces into one task): the
-        in-memory bits, so ``sigma="scale"`` -- and with it the whole model --
-        does not depend on the chunks. Sums per chunk differed from them in
-        the last bits (tests/test_dask.py). CSR rows keep the per-chunk sums:
-        the in-memory path sums all stored values at once, which pieces on
-        the workers cannot reproduce."""
-        if self.base.sparse:
-            stats = self._view_stats()
-            return (sum(s_[2] for s_ in stats), sum(s_[3] for s_ in stats))
+        :func:`weakkernels._dsg.resolve_sigma` needs them: on its grid of
+        ``cell_rows`` rows, cell by cell in order, each cell where its chunk
+        is (a cell over several chunks first gathers its pieces into one
+        task). The in-memory bits, so ``sigma="scale"`` -- and with it the
+        whole model -- does not depend on the chunks; sums per chunk differed
+        from them in the last bits (tests/test_dask.py)."""
         futs = []
         for r0 in range(0, self.shape[0], cell_rows):
             rows = self._global(slice(r0, r0 + cell_rows))

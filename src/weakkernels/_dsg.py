@@ -534,30 +534,42 @@ def expansion_basis(features: str, *, solver: str, kernel: str, sigma: float,
 MOMENT_CELL_ROWS = 1 << 16
 
 
+def cell_moments(cell) -> tuple[float, float]:
+    """(sum, sum of squares) of the stored values of one cell of rows (dense:
+    every entry; CSR: the stored values, duplicates summed first -- a
+    duplicate (i, k) is one entry). The one arithmetic of
+    :func:`resolve_sigma`, in memory and on Dask workers alike."""
+    if sp.issparse(cell):
+        cell = sp.csr_matrix(cell)
+        if not cell.has_canonical_format:
+            cell = cell.copy()
+            cell.sum_duplicates()
+        cell = cell.data
+    cell = np.asarray(cell, dtype=np.float64)
+    return float(cell.sum()), float(np.square(cell).sum())
+
+
 def resolve_sigma(sigma, X) -> float:
     """Kernel width: a number, or ``"scale"`` for ``1 / (d Var X)`` over the
     training rows -- scikit-learn's ``gamma="scale"`` of ``SVC`` (the variance
-    of all n d entries, zeros included). Computed in row chunks so a
-    memory-mapped X is never copied whole; for scipy.sparse X from the stored
-    values alone (the implicit zeros add nothing to either sum)."""
+    of all n d entries, zeros included). Summed per cell of
+    :data:`MOMENT_CELL_ROWS` rows, in order, so a memory-mapped X is never
+    copied whole and rows on Dask workers give the same bits
+    (``DaskRows.moments``); for scipy.sparse X from the stored values alone
+    (the implicit zeros add nothing to either sum)."""
     if not isinstance(sigma, str):
         return float(sigma)
     n, d = X.shape
     total = total_sq = 0.0
     if hasattr(X, "moments"):  # rows on Dask workers: summed where they are
         total, total_sq = X.moments(MOMENT_CELL_ROWS)
-    elif sp.issparse(X):
-        X = sp.csr_matrix(X)
-        if not X.has_canonical_format:
-            X = X.copy()
-            X.sum_duplicates()  # a duplicate (i, k) is one entry: its sum
-        values = np.asarray(X.data, dtype=np.float64)
-        total, total_sq = float(values.sum()), float(np.square(values).sum())
     else:
+        if sp.issparse(X):
+            X = sp.csr_matrix(X)
         for r0 in range(0, n, MOMENT_CELL_ROWS):
-            chunk = np.asarray(X[r0 : r0 + MOMENT_CELL_ROWS], dtype=np.float64)
-            total += float(chunk.sum())
-            total_sq += float(np.square(chunk).sum())
+            s, q = cell_moments(X[r0 : r0 + MOMENT_CELL_ROWS])
+            total += s
+            total_sq += q
     count = float(n * d)
     var = max(total_sq / count - (total / count) ** 2, 0.0)
     return 1.0 / (d * var) if var > 0 else 1.0
