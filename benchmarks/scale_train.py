@@ -231,7 +231,8 @@ def plot_compare(outs: list[str], png: Path, parser) -> None:
         ax.semilogx(n, [100 * svc[k] for k in n], "k--", label="SVC on the same labels")
     ax.set_xlabel("training rows n (labeled + unlabeled)")
     ax.set_ylabel("test error %")
-    ax.set_title(f"{a.dataset} (SYNTHETIC, d = 28), {a.n_labeled} labels, "
+    ax.set_title(f"{a.dataset} (SYNTHETIC, d = {SYNTHETIC[a.dataset].n_features}), "
+                 f"{a.n_labeled} labels, "
                  f"C = {a.C:g}, one thread", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="center right")
@@ -282,6 +283,8 @@ def main(argv=None) -> int:
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.C_star is not None and args.C_star_factor is not None:
+        ap.error("--C-star and --C-star-factor exclude each other")
     if args.compare:
         plot_compare(args.compare, Path(args.plot), ap)
         return 0
@@ -294,12 +297,8 @@ def main(argv=None) -> int:
              "256+256, max_features=ceil(sqrt(n)); shared 2-core machine"
              if args.solver == "sgd" else
              f"{args.dataset} (SYNTHETIC, d={spec.n_features}), TSGS3VM L-BFGS "
-             f"(every row), features={args.features}, max_features="
-             f"{args.max_features or 'default'}, C={args.C:g}"
-             + ("" if args.C_star is None else f", C_star={args.C_star:g}")
-             + ("" if args.C_star_factor is None
-                else f", C_star={args.C_star_factor:g} x C n_l / n_u")
-             + f", {args.n_labeled} labels; shared 2-core machine")
+             f"(every row), {setting(args)}, C={args.C:g}, {args.n_labeled} "
+             "labels; shared 2-core machine")
     if args.replot:
         res = json.loads(Path(args.out).read_text())
         plot(res["runs"], Path(args.plot), title, res["extrapolated"])
