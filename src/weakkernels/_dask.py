@@ -452,8 +452,9 @@ class DaskRows:
         whole model -- does not depend on the chunks; sums per chunk differed
         from them in the last bits (tests/test_dask.py)."""
         futs = []
+        every = self._global(slice(None))  # once: a cell's rows are a slice of it
         for r0 in range(0, self.shape[0], cell_rows):
-            rows = self._global(slice(r0, r0 + cell_rows))
+            rows = every[r0:r0 + cell_rows]
             pieces = list(self._per_block(rows))
             if len(pieces) == 1:
                 blk, local, _ = pieces[0]
