@@ -375,6 +375,44 @@ def test_looser_intermediate_levels_cost_fewer_iterations(small_levels,
     assert np.mean(fits[0.5][1] != fits[0.0][1]) < 0.01
 
 
+def _stage_models(X, y_semi):
+    """(n_iter, coef_) after every L-BFGS stage of a small Fourier fit."""
+    seen = []
+
+    def keep(est, n_iter):
+        seen.append((n_iter, est.coef_.copy()))
+
+    TSGS3VM(C=1.0, random_state=0, features="fourier", max_features=64,
+            callback=keep).fit(X, y_semi)
+    return seen
+
+
+@pytest.mark.parametrize("streamed", [True, False])
+def test_last_held_level_is_solved_to_the_tolerance(small_levels, monkeypatch,
+                                                    streamed):
+    """Levels of 188 / 572 / 2 108 / 3 000 rows. With a held bound of 1 000
+    rows the last two stream and stop at PRIMAL_LARGE_LEVEL_MAX_ITER, so the
+    572-row level is the last one solved: it keeps the final tolerance
+    however loose the noise rule is (bit for bit the model of fraction 0).
+    Without the bound the same level stops at its noise (a fraction of 1e12:
+    no iteration)."""
+    X, _, y_semi = _data(n=3000)
+    if streamed:
+        monkeypatch.setattr(_dsg, "HELD_FEATURE_BYTES", 4 * 64 * 1000)
+    runs = {}
+    for fraction in (0.0, 1e12):
+        monkeypatch.setattr(_dsg, "PRIMAL_LEVEL_NOISE_FRACTION", fraction)
+        runs[fraction] = _stage_models(X, y_semi)
+    (it0, first), (it1, second) = runs[0.0][3], runs[1e12][3]  # level 1
+    assert len(runs[0.0]) == len(runs[1e12]) == 6  # 3 annealing stages + 3 levels
+    if streamed:
+        assert it0 == it1 and it1 > runs[1e12][2][0]
+        np.testing.assert_array_equal(first, second)
+    else:
+        assert it1 == runs[1e12][2][0]  # stopped where it started
+        assert not np.array_equal(first, second)
+
+
 def test_majorised_loss_keeps_the_final_tolerance(small_levels, monkeypatch):
     """The concave-convex procedure re-linearises before every solve, so its
     levels keep the final tolerance: the rule leaves it bit for bit."""
