@@ -63,20 +63,25 @@ def run_child(args) -> dict:
     n = int(args.n)
     X, y_true = open_synthetic(args.data_dir, n)
     n_l = min(args.n_labeled, n // 10)
+    # replicate S: the labels of rows S n_l ... (S + 1) n_l - 1 (i.i.d. rows,
+    # so a fresh labeled sample; 0 = the first n_l rows) and random_state S
+    lab = slice(args.seed * n_l, (args.seed + 1) * n_l)
+    if lab.stop > n // 2:
+        raise SystemExit(f"--seed {args.seed}: its labels would be past half of {n} rows")
     y = np.full(n, -1, dtype=np.int8)
-    y[:n_l] = y_true[:n_l]
+    y[lab] = y_true[lab]
     X_test, y_test = synthetic_rows(spec, spec.n_rows - args.n_test, spec.n_rows)
     if args.solver == "sgd":
         max_features = 32 * math.ceil(math.ceil(math.sqrt(n)) / 32)
         # one pass of the SGD engine (paper 000 Algorithm 1) over mapped rows
         kw = dict(sigma=spec.teacher_sigma, C=args.C, batch_size=256,
                   block_size=32, n_passes=1.0, max_features=max_features,
-                  random_state=0, solver="sgd")
+                  random_state=args.seed, solver="sgd")
     else:
         # the estimator's default: L-BFGS on growing samples up to every row,
         # default feature count (held features when they fit, else streamed)
         max_features = args.max_features
-        kw = dict(sigma=spec.teacher_sigma, C=args.C, random_state=0,
+        kw = dict(sigma=spec.teacher_sigma, C=args.C, random_state=args.seed,
                   features=args.features, max_features=max_features)
         if args.C_star is not None:  # e.g. 0: the supervised machine
             kw["C_star"] = args.C_star
@@ -112,11 +117,12 @@ def run_child(args) -> dict:
 
         c0 = time.process_time()
         m = SVC(C=args.C, gamma=spec.teacher_sigma).fit(
-            np.asarray(X[:n_l], dtype=np.float64), np.asarray(y_true[:n_l]))
+            np.asarray(X[lab], dtype=np.float64), np.asarray(y_true[lab]))
         svc = dict(svc_cpu_s=time.process_time() - c0,
                    svc_test_error=float(np.mean(m.predict(X_test) != y_test)))
     return dict(**svc,
         dataset=args.dataset, n=n, d=int(X.shape[1]), n_labeled=n_l,
+        seed=int(args.seed),
         n_iter=int(est.n_iter_), max_features=max_features,
         features=getattr(est, "features_", "fourier"),
         n_features_model=int(est.n_features_model_), fit_s=fit_s, cpu_s=cpu_s,
@@ -250,6 +256,9 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3,
                     help="runs per size (sizes >= 1M run once)")
     ap.add_argument("--n-labeled", type=int, default=10000)
+    ap.add_argument("--seed", type=int, default=0,
+                    help="replicate: the labels of rows seed*n_labeled onwards, "
+                         "random_state=seed (0: the first rows)")
     ap.add_argument("--n-test", type=int, default=50000)
     ap.add_argument("--C", type=float, default=100.0)
     ap.add_argument("--solver", choices=["sgd", "lbfgs"], default="sgd",
@@ -319,6 +328,7 @@ def main(argv=None) -> int:
             cmd = [sys.executable, __file__, "--child", "--n", str(n),
                    "--dataset", args.dataset, "--data-dir", args.data_dir,
                    "--n-labeled", str(args.n_labeled), "--n-test", str(args.n_test),
+                   "--seed", str(args.seed),
                    "--C", str(args.C), "--solver", args.solver,
                    "--features", args.features]
             if args.max_features:
