@@ -268,7 +268,9 @@ PRIMAL_LARGE_LEVEL_MAX_ITER = 4
 # the tolerance / to a 1e-3 gap (BENCHMARKS.md, "Convergence and defaults",
 # section 9): ijcnn1 791 / 395 before, 499 / 239 at 0.5 (every row: 688 /
 # 284); 10^6 rows 294 / 124 before, 227 / 49 at 0.5 and 0.25, 386 / 46 at 1
-# (too loose: the last level starts farther away).
+# (too loose: the last level starts farther away). Not the last held level
+# before streamed ones: those stop at PRIMAL_LARGE_LEVEL_MAX_ITER, so it is
+# the last level solved and keeps the final tolerance (_fit_primal).
 PRIMAL_LEVEL_NOISE_FRACTION = 0.5
 # Nyström levels within the held bound stream whitened rows (phi = k(X, Z)
 # L^-T, a GEMM of 2 r m^2 flops once per level), not k(X, Z) with the
