@@ -241,7 +241,7 @@ def plot_compare(outs: list[str], png: Path, parser) -> None:
                  f"{a.n_labeled} labels, "
                  f"C = {a.C:g}, one thread", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="center right")
+    ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
     fig.savefig(png, dpi=110)
     plt.close(fig)
