@@ -67,7 +67,7 @@ def run_child(args) -> dict:
     # so a fresh labeled sample; 0 = the first n_l rows) and random_state S
     lab = slice(args.seed * n_l, (args.seed + 1) * n_l)
     if lab.stop > n // 2:
-        raise SystemExit(f"--seed {args.seed}: its labels would be past half of {n} rows")
+        raise SystemExit(f"--seed {args.seed}: its labels would pass half of {n} rows")
     y = np.full(n, -1, dtype=np.int8)
     y[lab] = y_true[lab]
     X_test, y_test = synthetic_rows(spec, spec.n_rows - args.n_test, spec.n_rows)
