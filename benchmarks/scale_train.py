@@ -223,7 +223,7 @@ def plot_compare(outs: list[str], png: Path, parser) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = plt.subplots(figsize=(10, 4.2))
     svc = {}
     for f in outs:
         res = json.loads(Path(f).read_text())
@@ -241,7 +241,8 @@ def plot_compare(outs: list[str], png: Path, parser) -> None:
                  f"{a.n_labeled} labels, "
                  f"C = {a.C:g}, one thread", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
+    # beside the axes: the lines fill the plot's corners
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(png, dpi=110)
     plt.close(fig)
