@@ -4,7 +4,8 @@ Data: :mod:`weakkernels.pipeline.synthetic` (the *shape* of HEPMASS, 10.5M x 28,
 or SUSY, 5M x 18; the content is synthetic, from a nonlinear teacher).  The set is
 written once as float32 ``X.npy`` in chunks; every size ``n`` is the prefix
 ``X[:n]`` of that file, opened with ``np.load(mmap_mode="r")`` (no copy).  The
-first ``--n-labeled`` rows keep their labels, the rest are unlabeled (``y = -1``).
+first ``--n-labeled`` rows keep their labels (``--seed S``: the S-th block of
+that many rows), the rest are unlabeled (``y = -1``).
 Test error is measured on ``--n-test`` rows taken from the end of the full set
 (never used for training).
 
