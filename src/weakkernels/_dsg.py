@@ -1335,8 +1335,8 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
                             and rows >= PRIMAL_FOLD_MIN_ROWS)
         lspec = spec if fold else spec.row_whitened()
         cur.update(level=k, idx=idx, sets=[None] * len(sizes), rows=rows,
-                   cache=rows * D * dtype.itemsize <= budget, large=large(k),
-                   spec=lspec, white=Whitening(lspec))
+                   cache=rows * D * dtype.itemsize <= budget, spec=lspec,
+                   white=Whitening(lspec))
         if not state["free"] and (state["center"] or anchored):
             # the centre of this level's sample of B
             state["mu"] = cur["white"].lower(get(problem.balance_set).mean())
@@ -1464,7 +1464,7 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
                                            PRIMAL_LEVEL_NOISE_FRACTION
                                            if not last_solved(k) else 0.0)
                 iters = int(max_iter)
-                if k > 0 and cur["large"]:
+                if k > 0 and large(k):
                     iters = min(iters, PRIMAL_LARGE_LEVEL_MAX_ITER)
                 mm = problem.majorize is not None and w > 0
                 if mm:
