@@ -31,6 +31,12 @@ Usage::
 
 ``--solver lbfgs`` times the estimator's default solver instead (every row,
 growing samples, default feature count).
+
+Every run is also logged to MLflow (``--no-mlflow`` to skip): a parent run in
+the experiment ``benchmark-scale_train`` (the store of
+:mod:`weakkernels.pipeline.tracking`, with the command that ran), one nested
+run per size with its test error, times and peak memory, and the JSON and the
+figure as artifacts.
 """
 
 from __future__ import annotations
@@ -249,7 +255,40 @@ def plot_compare(outs: list[str], png: Path, parser) -> None:
     plt.close(fig)
 
 
-def main(argv=None) -> int:
+# What a nested run of a size logs: the child's row, as it printed it.
+MLFLOW_PARAMS = ("n", "d", "n_labeled", "seed", "repeats", "features",
+                 "max_features", "n_features_model", "C_star",
+                 "validation_fraction", "revision")
+MLFLOW_METRICS = ("test_error", "svc_test_error", "fit_s", "cpu_s", "n_iter",
+                  "peak_rss", "peak_anon", "peak_file", "predict_test_s")
+
+
+def log_mlflow(args, argv: list[str], runs: list[dict], files: list[Path]) -> str:
+    """Log a finished run: the parent run (provenance tags and the command,
+    :func:`_tracking.start_parent_run`), one nested run per size, ``files`` as
+    the parent's artifacts. Returns the parent's run id."""
+    import mlflow
+
+    from _tracking import start_parent_run
+
+    parent = start_parent_run("benchmark-scale_train", __file__, vars(args), argv,
+                              f"{args.dataset} {args.solver} {setting(args)}")
+    try:
+        for r in runs:
+            with mlflow.start_run(run_name=f"n={r['n']:,}", nested=True):
+                mlflow.set_tags({"dataset": r["dataset"], "synthetic": "true",
+                                 "setting": r["setting"]})
+                mlflow.log_params({k: r[k] for k in MLFLOW_PARAMS if k in r})
+                mlflow.log_metrics({k: float(r[k]) for k in MLFLOW_METRICS
+                                    if r.get(k) is not None})
+        for f in files:
+            mlflow.log_artifact(str(f))
+    finally:
+        mlflow.end_run()
+    return parent.info.run_id
+
+
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", default="synthetic_hepmass", choices=sorted(SYNTHETIC))
     ap.add_argument("--data-dir", default=None,
@@ -291,8 +330,15 @@ def main(argv=None) -> int:
                     "files side by side")
     ap.add_argument("--replot", action="store_true",
                     help="only redraw --plot from an existing --out JSON")
+    ap.add_argument("--no-mlflow", action="store_true",
+                    help="do not log the run to MLflow")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    return ap
+
+
+def main(argv=None) -> int:
+    ap = parser()
     args = ap.parse_args(argv)
     if args.C_star is not None and args.C_star_factor is not None:
         ap.error("--C-star and --C-star-factor exclude each other")
@@ -379,6 +425,10 @@ def main(argv=None) -> int:
     out.write_text(json.dumps(dict(meta=meta, runs=runs, extrapolated=extrap),
                               indent=2) + "\n")
     plot(runs, Path(args.plot), title, extrap)
+    if not args.no_mlflow:
+        run_id = log_mlflow(args, argv if argv is not None else sys.argv[1:], runs,
+                            [out, Path(args.plot)])
+        print(f"MLflow: experiment benchmark-scale_train, run {run_id}")
     mb = 2.0**20
     print(f"\nslope of log time vs log rows: {k:.2f}")
     print("| rows | fit wall time (median) | fit CPU time | test error | "
