@@ -26,7 +26,7 @@ is used with, at a fifth of the held default's CPU).
 Usage::
 
     python benchmarks/scale_cstar_cv.py --dataset synthetic_hepmass_gap --seed 0 \\
-        --cv-rows 100000 --factors 0,1,3,10 --rows 1000000 \\
+        --cv-rows 100000 --factors 0,1,3,10,30 --rows 100000,1000000 \\
         --out benchmarks/results/scale_cstar_cv_s0.json
 """
 
@@ -125,7 +125,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--cv-max-features", type=int, default=2048)
     ap.add_argument("--features", default="auto",
                     choices=["auto", "fourier", "nystroem"])
-    ap.add_argument("--factors", default="0,1,3,10",
+    ap.add_argument("--factors", default="0,1,3,10,30",
                     help="multiples of paper 004's rule C n_l / n_u; the first "
                     "is the reference of the one-SE rule")
     ap.add_argument("--rows", default="",
@@ -161,6 +161,9 @@ def main(argv=None) -> int:
         cv_rows=args.cv_rows, cv_folds=args.cv_folds,
         cv_max_features=args.cv_max_features, factors=factors,
         cv_error=[float(w.mean()) for w in wrong], cv_cpu_s=cpu,
+        # the pooled 0/1 errors, label by label ("1" = wrong; the order of
+        # stratified_folds), so other rules can be applied afterwards
+        cv_wrong=["".join("1" if v else "0" for v in w) for w in wrong],
         chosen_factor=factors[pick], argmin_factor=factors[argmin],
         fits=None)
     for f, e in zip(factors, res["cv_error"], strict=True):
