@@ -172,14 +172,13 @@ def stratified_folds(
 
     Every held-out fold keeps the class proportions (so each holds every class
     when ``k`` <= the smallest class count); a pure function of the labels and
-    ``seed``, so every trial of a study is scored on the same folds.
+    ``seed``, so every trial of a study is scored on the same folds -- those
+    of :class:`weakkernels.model_selection.LabeledKFold` (the estimators'
+    scikit-learn splitter) on the labeled rows.
     """
-    from sklearn.model_selection import StratifiedKFold
+    from weakkernels.model_selection import LabeledKFold
 
-    y_labeled = np.asarray(y_labeled)
-    skf = StratifiedKFold(n_splits=int(k), shuffle=True, random_state=int(seed))
-    return [(np.asarray(tr), np.asarray(te))
-            for tr, te in skf.split(np.zeros((len(y_labeled), 1)), y_labeled)]
+    return list(LabeledKFold(int(k), random_state=int(seed)).split(None, y_labeled))
 
 
 def resolve(split: dict[str, np.ndarray], n_unlabeled: int) -> dict[str, np.ndarray]:
