@@ -39,6 +39,10 @@ class LabeledKFold(BaseCrossValidator):
     tuning, :func:`weakkernels.pipeline.splits.stratified_folds`, scores on
     the same folds).
 
+    For estimators whose labeled rows stand alone (S3VMs, the AUC
+    estimators, CCCP-TSVM). Not for :class:`~weakkernels.TSGSU`: its
+    labeled rows come in similar pairs, which a fold would split.
+
     Parameters
     ----------
     n_splits : int, default=5
