@@ -30,3 +30,18 @@ def _restore_environment():
     yield
     os.environ.clear()
     os.environ.update(saved)
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    """A fresh MLflow sqlite store as ``MLFLOW_TRACKING_URI``; yields the
+    client. A test that opens it first silences MLflow's SQLAlchemy
+    deprecation message itself (``filterwarnings``), as setup_mlflow does."""
+    import mlflow
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
+    for var in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID"):
+        monkeypatch.delenv(var, raising=False)
+    yield mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
+    while mlflow.active_run():
+        mlflow.end_run()

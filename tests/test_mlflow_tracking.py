@@ -24,19 +24,6 @@ from weakkernels.pipeline.tracking import (
 pytestmark = pytest.mark.filterwarnings("ignore:The ``noload`` loader strategy")
 
 
-@pytest.fixture
-def store(tmp_path, monkeypatch):
-    """A fresh sqlite store as ``MLFLOW_TRACKING_URI``; yields the client."""
-    import mlflow
-
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
-    for var in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID"):
-        monkeypatch.delenv(var, raising=False)
-    yield mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
-    while mlflow.active_run():
-        mlflow.end_run()
-
-
 def test_experiment_is_declared_model_training(store, tmp_path):
     """The UI opens an experiment on the view of its kind; an untagged one
     opens on the GenAI overview.  Setting up twice keeps one tag."""

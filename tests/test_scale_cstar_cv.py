@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import mlflow
 import numpy as np
 import pytest
 
@@ -48,22 +47,19 @@ def test_choose_keeps_the_reference_unless_one_se_better():
     assert cv.choose(np.array([ref, close, far])) == (2, 2)
 
 
-# MLflow's SQLAlchemy store, configured by the client made here before
-# setup_mlflow silences it (weakkernels.pipeline.tracking)
+# MLflow's SQLAlchemy store, first opened here (setup_mlflow silences the
+# same message)
 @pytest.mark.filterwarnings("ignore:The ``noload`` loader strategy")
-def test_log_mlflow_records_the_cv(tmp_path, monkeypatch):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    client = mlflow.MlflowClient(uri)
-    client.create_experiment("benchmark-scale_cstar_cv",
-                             artifact_location=(tmp_path / "art").as_uri())
+def test_log_mlflow_records_the_cv(store, tmp_path):
+    store.create_experiment("benchmark-scale_cstar_cv",
+                            artifact_location=(tmp_path / "art").as_uri())
     argv = ["--seed", "2", "--factors", "0,3", "--out", str(tmp_path / "cv.json")]
     args = cv.parser().parse_args(argv)
     (tmp_path / "cv.json").write_text("{}")
     wrong = np.array([[True, False, True, False], [False, False, True, False]])
     run_id = cv.log_mlflow(args, argv, [0.0, 3.0], wrong, [1.5, 2.5], 1, 1,
                            tmp_path / "cv.json")
-    run = client.get_run(run_id)
+    run = store.get_run(run_id)
     assert run.data.metrics == {"cv_error_x0": 0.5, "cv_error_x3": 0.25,
                                 "cv_cpu_s_x0": 1.5, "cv_cpu_s_x3": 2.5}
     assert run.data.params == {"chosen_factor": "3.0", "argmin_factor": "3.0"}

@@ -15,16 +15,13 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULT = ROOT / "benchmarks/results/scale_train_gap_rule_lastheld.json"
 
 
-# MLflow's SQLAlchemy store, configured by the client made here before
-# setup_mlflow silences it (weakkernels.pipeline.tracking)
+# MLflow's SQLAlchemy store, first opened here (setup_mlflow silences the
+# same message)
 @pytest.mark.filterwarnings("ignore:The ``noload`` loader strategy")
-def test_log_mlflow_records_every_size(tmp_path, monkeypatch):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    client = mlflow.MlflowClient(uri)
+def test_log_mlflow_records_every_size(store, tmp_path):
     # the experiment made here, so its artifacts stay in tmp_path
-    client.create_experiment("benchmark-scale_train",
-                             artifact_location=(tmp_path / "art").as_uri())
+    store.create_experiment("benchmark-scale_train",
+                            artifact_location=(tmp_path / "art").as_uri())
     res = json.loads(RESULT.read_text())
     argv = res["meta"]["command"].split()[2:]
     args = st.parser().parse_args(argv)
@@ -33,12 +30,12 @@ def test_log_mlflow_records_every_size(tmp_path, monkeypatch):
     run_id = st.log_mlflow(args, argv, res["runs"], [art])
     assert mlflow.active_run() is None
 
-    parent = client.get_run(run_id)
+    parent = store.get_run(run_id)
     assert parent.data.tags["command"] == " ".join(
         ["python", "benchmarks/scale_train.py", *argv])
     assert parent.data.tags["pipeline.stage"] == "benchmark_scale_train"
-    assert [a.path for a in client.list_artifacts(run_id)] == ["scale_train.json"]
-    children = client.search_runs(
+    assert [a.path for a in store.list_artifacts(run_id)] == ["scale_train.json"]
+    children = store.search_runs(
         [parent.info.experiment_id],
         f"tags.mlflow.parentRunId = '{run_id}'")
     by_n = {int(c.data.params["n"]): c for c in children}
