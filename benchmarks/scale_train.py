@@ -96,8 +96,9 @@ def run_child(args) -> dict:
             kw["C_star"] = args.C_star_factor * args.C * n_l / (n - n_l)
         if args.validation_fraction != "default":
             vf = args.validation_fraction
-            kw["validation_fraction"] = (None if vf == "none" else
-                                         vf if vf == "auto" else float(vf))
+            kw["validation_fraction"] = (
+                None if vf == "none" else vf if vf == "auto"
+                else int(vf) if vf.isdigit() else float(vf))
     if args.large_level_max_iter:  # L-BFGS iterations of a streamed level
         from weakkernels import _dsg
 
@@ -135,6 +136,9 @@ def run_child(args) -> dict:
         n_features_model=int(est.n_features_model_), fit_s=fit_s, cpu_s=cpu_s,
         C_star=float(getattr(est, "C_star_", np.nan)),
         validation_fraction=getattr(est, "validation_fraction_", None),
+        # each candidate stage's (C*, held-out error), when C* was chosen
+        validation_errors=(est.validation_errors_.tolist()
+                           if hasattr(est, "validation_errors_") else None),
         load_avg_1min=os.getloadavg()[0],
         test_error=err, n_test=int(args.n_test), predict_test_s=pred_s,
         peak_rss=st["VmHWM"], rss_before_fit=base["VmRSS"],
@@ -310,8 +314,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-features", type=int, default=None,
                     help="lbfgs: pin the feature count (default: the rule)")
     ap.add_argument("--validation-fraction", default="default",
-                    help="lbfgs: TSGS3VM's validation_fraction ('none', 'auto' or "
-                    "a float; default: the estimator's default)")
+                    help="lbfgs: TSGS3VM's validation_fraction ('none', 'auto', "
+                    "a float or a number of folds; default: the estimator's "
+                    "default)")
     ap.add_argument("--C-star", type=float, default=None,
                     help="lbfgs: pin TSGS3VM's C_star (0: labels only; default: "
                     "the estimator's choice)")
