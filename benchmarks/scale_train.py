@@ -96,9 +96,8 @@ def run_child(args) -> dict:
             kw["C_star"] = args.C_star_factor * args.C * n_l / (n - n_l)
         if args.validation_fraction != "default":
             vf = args.validation_fraction
-            kw["validation_fraction"] = (
-                None if vf == "none" else vf if vf == "auto"
-                else int(vf) if vf.isdigit() else float(vf))
+            kw["validation_fraction"] = (None if vf == "none" else
+                                         vf if vf == "auto" else float(vf))
     if args.large_level_max_iter:  # L-BFGS iterations of a streamed level
         from weakkernels import _dsg
 
@@ -314,9 +313,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-features", type=int, default=None,
                     help="lbfgs: pin the feature count (default: the rule)")
     ap.add_argument("--validation-fraction", default="default",
-                    help="lbfgs: TSGS3VM's validation_fraction ('none', 'auto', "
-                    "a float or a number of folds; default: the estimator's "
-                    "default)")
+                    help="lbfgs: TSGS3VM's validation_fraction ('none', 'auto' or "
+                    "a float; default: the estimator's default)")
     ap.add_argument("--C-star", type=float, default=None,
                     help="lbfgs: pin TSGS3VM's C_star (0: labels only; default: "
                     "the estimator's choice)")

@@ -309,14 +309,6 @@ CCCP_MAX_STEPS = 20
 # cod-rna and g50c at C = 1 and 10 in about 60 % of the time (BENCHMARKS.md,
 # "Convergence").
 ANNEAL_STAGES = (0.0, 0.1, 1.0)
-# With Problem.select (C* chosen on held-out labels) the candidate stages go on
-# past paper 004's rule, each from the previous solution: where the unlabeled
-# rows carry cluster structure a larger weight pays (synthetic gap set, 1 000
-# labels, 10^5-10^6 rows: 5-fold CV over {0, 1, 3, 10, 30} x the rule picks 10
-# on 3 of 3 seeds, test error 4.5-4.9 % against 7.4-7.5 % at the rule;
-# BENCHMARKS.md, "C* by cross-validation on the labels"), and the held-out
-# rows keep the supervised stage where it does not.
-SELECT_STAGES = (0.0, 0.1, 1.0, 3.0, 10.0)
 SOLVERS = ("lbfgs", "sgd")
 # solver="lbfgs": L-BFGS iterations per annealing stage when max_iter is None.
 # The stages stop on the gradient tolerance long before this on the default
@@ -644,12 +636,12 @@ class Problem:
     select : ``(s, score)`` or None
         L-BFGS only: the fit only chooses an annealing weight, on held-out
         labeled rows in set ``s`` (which the loss must not read). The
-        stages of :data:`SELECT_STAGES` (starting with ``w = 0``, the
-        supervised machine, and going past ``w = 1``) run on level 0 only; ``score(f, rows) -> (m,)`` gives each stage's
+        annealing stages (starting with ``w = 0``, the supervised machine)
+        run on level 0 only; ``score(f, rows) -> (m,)`` gives each stage's
         per-row errors from its outputs ``f + b`` on the set's level-0 rows
         ``rows`` (indices in the set; None: all); the stage kept is
         :func:`one_se_stage`'s, returned as ``Expansion.weight`` with its
-        machine and every stage's ``(weight, per-row errors)``.
+        machine and every stage's ``(weight, error)``.
     """
 
     def __init__(self, sets, n_outputs, loss, *, lam=1.0, intercept="none",
@@ -778,8 +770,7 @@ class Expansion:
         # solver="lbfgs": f + b on every row of the balance set (None: SGD)
         self.balance_outputs = balance_outputs
         # the annealing weight of the returned machine, and with
-        # Problem.select each stage's (weight, per-row 0/1 errors on the
-        # held-out rows), for pooling over folds
+        # Problem.select each stage's (weight, error on the held-out rows)
         self.weight = weight
         self.stage_errors = stage_errors
 
@@ -1299,13 +1290,10 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
              "mu": np.zeros(D), "b": np.zeros(K)}
     if state["center"]:
         state["b"] = np.asarray(problem.balance_target, dtype=np.float64)
+    stages = ANNEAL_STAGES if anneal > 0 else ((0.0, 1.0) if anchored else (1.0,))
     select = problem.select
-    if select is not None:
-        # the supervised machine is always a candidate
-        stages = SELECT_STAGES if anneal > 0 else (0.0, *SELECT_STAGES[2:])
-    else:
-        stages = (ANNEAL_STAGES if anneal > 0
-                  else ((0.0, 1.0) if anchored else (1.0,)))
+    if select is not None and stages[0] != 0.0:
+        stages = (0.0, *stages)  # the supervised machine is a candidate
     # the annealing stages on level 0, then w = 1 on every larger sample
     # (with select: level 0 only, each stage's (w, z, state, held-out errors))
     plan = [(0, w) for w in stages] + [
@@ -1535,7 +1523,8 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
             pool.shutdown()
     return Expansion(model, intercept, n_iter, curve, balance_outputs=fB,
                      weight=w if select is not None else 1.0,
-                     stage_errors=[(c[0], c[-1]) for c in candidates] or None)
+                     stage_errors=[(c[0], float(np.mean(c[-1])))
+                                   for c in candidates] or None)
 
 
 def _copy_state(state: dict) -> dict:

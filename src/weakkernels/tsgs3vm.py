@@ -30,7 +30,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
-from sklearn.model_selection import StratifiedKFold, train_test_split
+from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -50,7 +50,6 @@ from weakkernels._dsg import (
     expansion_state,
     fit_expansion,
     iteration_budget,
-    one_se_stage,
     resolve_sigma,
     seeded_sample,
     set_expansion_state,
@@ -277,52 +276,22 @@ def _held_out_errors(Y: np.ndarray, f: np.ndarray, rows) -> np.ndarray:
 # to spare (MNIST's 1 000: 100 held-out rows resolve about +-3 pp).
 AUTO_VALIDATION_MIN_LABELS = 10_000
 AUTO_VALIDATION_FRACTION = 0.1
-# Below it, from this many labels on, "auto" pools the held-out errors of
-# AUTO_VALIDATION_FOLDS stratified folds instead: every label is scored once,
-# so 1 000 labels resolve what 100 held-out rows cannot (BENCHMARKS.md, "C* by
-# k-fold on the first level").
-AUTO_CV_MIN_LABELS = 1_000
-AUTO_VALIDATION_FOLDS = 5
 
 
 def resolve_validation_fraction(value, y_labeled: np.ndarray, solver: str):
-    """What ``validation_fraction`` holds out: a fraction of the labels
-    (float), a number of folds (int), or nothing (None)."""
+    """The fraction of labels ``validation_fraction`` holds out (None: none)."""
     if value is None:
         return None
     if value != "auto":
         if solver != "lbfgs":
             raise ValueError('validation_fraction needs solver="lbfgs" (it chooses '
                              "among the annealing stages of the L-BFGS solver).")
-        if isinstance(value, Integral):
-            if np.unique(y_labeled, return_counts=True)[1].min() < value:
-                raise ValueError(f"validation_fraction={value} folds need at "
-                                 f"least {value} labels of every class.")
-            return int(value)
         return float(value)
     counts = np.unique(y_labeled, return_counts=True)[1]
-    if solver != "lbfgs":
+    if (solver != "lbfgs" or y_labeled.size < AUTO_VALIDATION_MIN_LABELS
+            or counts.min() * AUTO_VALIDATION_FRACTION < 1):
         return None
-    if (y_labeled.size >= AUTO_VALIDATION_MIN_LABELS
-            and counts.min() * AUTO_VALIDATION_FRACTION >= 1):
-        return AUTO_VALIDATION_FRACTION
-    if (y_labeled.size >= AUTO_CV_MIN_LABELS
-            and counts.min() >= AUTO_VALIDATION_FOLDS):
-        return AUTO_VALIDATION_FOLDS
-    return None
-
-
-def validation_splits(value, y_labeled: np.ndarray, seed: int):
-    """(train, held-out) label indices for a resolved ``validation_fraction``:
-    one seeded, stratified split for a fraction, every fold of a seeded
-    stratified k-fold for an int (each label held out exactly once)."""
-    rs = seed % 2**32
-    if isinstance(value, Integral):
-        folds = StratifiedKFold(int(value), shuffle=True, random_state=rs)
-        return list(folds.split(np.zeros((y_labeled.size, 1)), y_labeled))
-    return [tuple(np.sort(i) for i in train_test_split(
-        np.arange(y_labeled.size), test_size=value, stratify=y_labeled,
-        random_state=rs))]
+    return AUTO_VALIDATION_FRACTION
 
 
 _COMMON_CONSTRAINTS = {
@@ -339,7 +308,6 @@ _COMMON_CONSTRAINTS = {
                     "boolean"],
     "anneal": [Interval(Real, 0, 1, closed="left")],
     "validation_fraction": [Interval(Real, 0, 1, closed="neither"),
-                            Interval(Integral, 2, None, closed="left"),
                             StrOptions({"auto"}), None],
     **BASIS_CONSTRAINTS,
 }
@@ -517,23 +485,18 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
             seed=seed)
         if self.validation_fraction_ is not None:
             # paper 004's choice of C* on labeled validation rows: the
-            # candidate stages on the first sample level without a seeded,
-            # stratified part of the labels (each fold in turn), scored on
-            # it; the errors pooled over the folds choose the stage; then the
-            # fit on every label at the C* kept
-            pooled = None
-            for tr, va in validation_splits(self.validation_fraction_, yl, seed):
-                stages = fit(problem_for(XL[tr], Y[tr], C_star,
-                                         (XL[va], Y[va]))).stage_errors
-                pooled = ([[e] for _, e in stages] if pooled is None else
-                          [p + [e] for p, (_, e) in zip(pooled, stages, strict=True)])
-                if cccp:
-                    slope[:] = 0.0  # each fit starts from its own linearisation
-            pooled = [np.concatenate(p) for p in pooled]
-            weights = [w for w, _ in stages]
+            # annealing stages on the first sample level without a seeded,
+            # stratified part of the labels, scored on it; then the fit on
+            # every label at the C* kept
+            tr, va = (np.sort(i) for i in train_test_split(
+                np.arange(n_l), test_size=self.validation_fraction_,
+                stratify=yl, random_state=seed % 2**32))
+            chosen = fit(problem_for(XL[tr], Y[tr], C_star, (XL[va], Y[va])))
             self.validation_errors_ = np.array(
-                [(C_star * w, float(np.mean(e))) for w, e in zip(weights, pooled)])
-            C_star = self.C_star_ = C_star * weights[one_se_stage(pooled)]
+                [(C_star * w, err) for w, err in chosen.stage_errors])
+            C_star = self.C_star_ = C_star * chosen.weight
+            if cccp:
+                slope[:] = 0.0  # the fit starts from its own linearisation
         monitor = callback_monitor(
             self, lambda model, b: self._set_model_state(model, X, idx_u, r, seed, b)
         )
@@ -756,25 +719,21 @@ or bool, default="auto"
         non-convex unlabeled loss then refines. ``solver="sgd"``: linearly over
         this fraction of the steps; ``solver="lbfgs"``: any value > 0 solves
         the C*-fractions 0, .1, 1 in turn, each from the previous solution.
-    validation_fraction : float in (0, 1), int >= 2, "auto" or None, default="auto"
+    validation_fraction : float in (0, 1), "auto" or None, default="auto"
         ``solver="lbfgs"``: choose C* as paper 004 does, on labeled
-        validation rows. A float: this fraction of the labels (seeded,
-        stratified) is held out while the candidate stages run on the first
-        sample level (C*-fractions 0, .1, 1, 3, 10 of ``C_star``, each from
-        the previous one); an int k: the same on each of k stratified folds
-        of the labels in turn, the errors pooled over the folds (every label
-        scored once). The stage kept is the supervised one (C* = 0) unless a
-        later one makes fewer errors on the held-out rows by more than one
-        standard error of the paired difference
+        validation rows. This fraction of the labels (seeded, stratified) is
+        held out while the annealing stages (C*-fractions 0, .1, 1, on the
+        first sample level) run; the stage kept is the supervised one (C* =
+        0) unless a later one makes fewer errors on the held-out rows by
+        more than one standard error of the paired difference
         (:func:`weakkernels._dsg.one_se_stage`). The machine returned is
         then the fit on every label at that C*, bit for bit the one
         ``C_star=C_star_, validation_fraction=None`` gives (the choice costs
-        the first level's stages once more per fold). ``C_star_`` is the C*
-        kept, ``validation_errors_`` each stage's (C*, held-out error). None:
+        the first level's stages once more). ``C_star_`` is the C* kept,
+        ``validation_errors_`` each stage's (C*, held-out error). None:
         C* as given (paper 004's rule by default). ``"auto"``: 0.1 from
-        :data:`AUTO_VALIDATION_MIN_LABELS` (10 000) labels on, 5 folds from
-        :data:`AUTO_CV_MIN_LABELS` (1 000), else None (the value used is
-        ``validation_fraction_``).
+        :data:`AUTO_VALIDATION_MIN_LABELS` (10 000) labels on, else None
+        (the fraction used is ``validation_fraction_``).
     features : {"auto", "fourier", "nystroem"}
         The basis of the fixed expansion (TSGS3VM's default ``"auto"``,
         FRS3VM's ``"fourier"``: the paper's fixed-feature baseline).
@@ -810,8 +769,7 @@ _ATTRIBUTES_DOC = """classes_ : ndarray, the real classes (never -1).
     C_star_, sigma_, unlabeled_loss_, balance_ : the values used (resolved
         defaults; ``C_star_`` the one kept with ``validation_fraction``).
     validation_errors_ : ndarray (n_stages, 2), with ``validation_fraction``
-        only: each candidate stage's C* and error on the held-out labels
-        (pooled over the folds).
+        only: each annealing stage's C* and error on the held-out labels.
     features_ : str, the basis used ("nystroem" or "fourier").
     n_iter_ : SGD steps, or L-BFGS iterations summed over the stages.
     objective_curve_ : minibatch loss estimate per SGD step, or the objective
