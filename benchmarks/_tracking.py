@@ -7,15 +7,25 @@ so a run in the MLflow UI says how to repeat it.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def start_parent_run(experiment: str, script: str, params, argv, run_name: str):
-    """Start (and return) the active parent run of ``script`` (its ``__file__``)
-    in ``experiment``; ``params`` are hashed into the provenance tags, ``argv``
-    are the script's arguments. The caller ends the run."""
+@contextmanager
+def parent_run(experiment: str, script: str, params, argv, run_name: str, *,
+               enabled: bool = True, artifacts=()):
+    """The parent run of ``script`` (its ``__file__``) in ``experiment``, active
+    inside the ``with`` block; ``params`` are hashed into the provenance tags,
+    ``argv`` are the script's arguments. Yields the run (None when not
+    ``enabled``: ``--no-mlflow``). On exit, an error included (a killed
+    benchmark's partial result files still reach the UI), logs the files of
+    ``artifacts`` that exist and ends the run: FINISHED, or FAILED when the
+    block raised (Ctrl-C included)."""
+    if not enabled:
+        yield None
+        return
     import mlflow
 
     from weakkernels.pipeline.tracking import provenance_tags, setup_mlflow
@@ -23,6 +33,17 @@ def start_parent_run(experiment: str, script: str, params, argv, run_name: str):
     name = Path(script).name
     setup_mlflow(experiment, ROOT)
     run = mlflow.start_run(run_name=run_name)
-    mlflow.set_tags({**provenance_tags(ROOT, f"benchmark_{Path(script).stem}", params),
-                     "command": " ".join(["python", f"benchmarks/{name}", *argv])})
-    return run
+    status = "FINISHED"
+    try:
+        mlflow.set_tags({
+            **provenance_tags(ROOT, f"benchmark_{Path(script).stem}", params),
+            "command": " ".join(["python", f"benchmarks/{name}", *argv])})
+        yield run
+    except BaseException:
+        status = "FAILED"
+        raise
+    finally:
+        for f in artifacts:
+            if Path(f).exists():
+                mlflow.log_artifact(str(f))
+        mlflow.end_run(status)

@@ -52,6 +52,7 @@ import numpy as np
 import yaml
 
 from _cccp_common import DATA, HINGE_S, parse_param
+from _tracking import parent_run
 from cccp_mnist_time_vs_u import fit_curve, plot
 
 HERE = Path(__file__).resolve().parent
@@ -185,13 +186,6 @@ def _printed_fit(r):
     return next((f for f in r.get("fits", []) if f["printed"]), r)
 
 
-def _mlflow_parent(args, argv, labels):
-    from _tracking import start_parent_run
-
-    return start_parent_run(args.mlflow, __file__, vars(args), argv,
-                            "MNIST Table 1.5, labels " + ",".join(map(str, labels)))
-
-
 def _mlflow_fits(r):
     """One nested run per fit of a result row (the grid's fits, or the row)."""
     import mlflow
@@ -294,9 +288,12 @@ def main(argv=None):
     if args.child is not None:
         child(args.child, labels[0], extra, args.c_star_grid, args.seed)
         return
-    parent = _mlflow_parent(args, argv, labels) if args.mlflow else None
     results = []
-    try:
+    # the --out rows are the parent's artifact even when the run is interrupted
+    with parent_run(args.mlflow or "", __file__, vars(args), argv,
+                    "MNIST Table 1.5, labels " + ",".join(map(str, labels)),
+                    enabled=bool(args.mlflow),
+                    artifacts=[args.out] if args.out else []) as parent:
         for n_labeled in labels:
             for u in args.n_unlabeled:
                 if _printed_row(proto, u, n_labeled) is None:
@@ -333,13 +330,6 @@ def main(argv=None):
 
                 mlflow.log_metrics({"time_vs_u_slope": curve["slope"]})
                 mlflow.log_artifact(args.time_plot)
-    finally:
-        if parent is not None:
-            import mlflow
-
-            if args.out and Path(args.out).exists():
-                mlflow.log_artifact(args.out)
-            mlflow.end_run()
 
 
 if __name__ == "__main__":

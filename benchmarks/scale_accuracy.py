@@ -84,6 +84,7 @@ from pathlib import Path
 import numpy as np
 
 from _bases import revision
+from _tracking import parent_run
 from weakkernels._dsg import one_se_better
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -256,15 +257,6 @@ def one_se_rule(cands):
     return best if one_se_better(best[4], cands[0][4])[0] else cands[0]
 
 
-def _mlflow_parent(a, argv):
-    if a.no_mlflow:
-        return None
-    from _tracking import start_parent_run
-
-    return start_parent_run("benchmark-scale_accuracy", __file__, vars(a), argv,
-                            f"{a.dataset} {a.methods}")
-
-
 def _mlflow_fit(est, row, semi_name):
     import mlflow
 
@@ -293,8 +285,10 @@ def run(a, argv) -> int:
     path = OUT / f"{a.dataset}.csv"
     new = not path.exists()
     rows, rev = [], revision()
-    parent = _mlflow_parent(a, argv)
-    try:
+    # the CSV is the parent's artifact even when the run is interrupted
+    with parent_run("benchmark-scale_accuracy", __file__, vars(a), argv,
+                    f"{a.dataset} {a.methods}", enabled=not a.no_mlflow,
+                    artifacts=[path]) as parent:
         with open(path, "a", newline="") as fh:
             w = csv.writer(fh)
             if new:
@@ -324,12 +318,6 @@ def run(a, argv) -> int:
                                 if parent is not None:
                                     _mlflow_fit(est, row, cstar != "")
                                 print(" ".join(map(str, row)), flush=True)
-    finally:
-        if parent is not None:
-            import mlflow
-
-            mlflow.log_artifact(str(path))
-            mlflow.end_run()
     print(table(rows))
     return 0
 

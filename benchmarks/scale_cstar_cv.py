@@ -93,19 +93,16 @@ def log_mlflow(args, argv, factors, wrong, cpu, pick, argmin, out: Path) -> str:
     pooled held-out error and CPU, the choices as parameters."""
     import mlflow
 
-    from _tracking import start_parent_run
+    from _tracking import parent_run
 
-    run = start_parent_run("benchmark-scale_cstar_cv", __file__, vars(args), argv,
-                           f"{args.dataset} seed {args.seed} cv {args.cv_rows}")
-    try:
+    with parent_run("benchmark-scale_cstar_cv", __file__, vars(args), argv,
+                    f"{args.dataset} seed {args.seed} cv {args.cv_rows}",
+                    artifacts=[out]) as run:
         mlflow.log_params({"chosen_factor": factors[pick],
                            "argmin_factor": factors[argmin]})
         for f, w, c in zip(factors, wrong, cpu, strict=True):
             mlflow.log_metrics({f"cv_error_x{f:g}": float(w.mean()),
                                 f"cv_cpu_s_x{f:g}": c})
-        mlflow.log_artifact(str(out))
-    finally:
-        mlflow.end_run()
     return run.info.run_id
 
 

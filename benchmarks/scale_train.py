@@ -268,15 +268,15 @@ MLFLOW_METRICS = ("test_error", "svc_test_error", "fit_s", "cpu_s", "n_iter",
 
 def log_mlflow(args, argv: list[str], runs: list[dict], files: list[Path]) -> str:
     """Log a finished run: the parent run (provenance tags and the command,
-    :func:`_tracking.start_parent_run`), one nested run per size, ``files`` as
+    :func:`_tracking.parent_run`), one nested run per size, ``files`` as
     the parent's artifacts. Returns the parent's run id."""
     import mlflow
 
-    from _tracking import start_parent_run
+    from _tracking import parent_run
 
-    parent = start_parent_run("benchmark-scale_train", __file__, vars(args), argv,
-                              f"{args.dataset} {args.solver} {setting(args)}")
-    try:
+    with parent_run("benchmark-scale_train", __file__, vars(args), argv,
+                    f"{args.dataset} {args.solver} {setting(args)}",
+                    artifacts=files) as parent:
         for r in runs:
             with mlflow.start_run(run_name=f"n={r['n']:,}", nested=True):
                 mlflow.set_tags({"dataset": r["dataset"], "synthetic": "true",
@@ -284,10 +284,6 @@ def log_mlflow(args, argv: list[str], runs: list[dict], files: list[Path]) -> st
                 mlflow.log_params({k: r[k] for k in MLFLOW_PARAMS if k in r})
                 mlflow.log_metrics({k: float(r[k]) for k in MLFLOW_METRICS
                                     if r.get(k) is not None})
-        for f in files:
-            mlflow.log_artifact(str(f))
-    finally:
-        mlflow.end_run()
     return parent.info.run_id
 
 
