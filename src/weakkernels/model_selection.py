@@ -23,8 +23,8 @@ accuracy), so::
     GridSearchCV(TSGSU(), {"lam": [1e-3, 1e-2], "sigma": [0.1, 1.0]},
                  cv=PairedKFold(5, random_state=0), scoring=su_accuracy).fit(X, y)
 
-chooses hyperparameters without a single class label, as Bao et al. (2018,
-Sec. 5) select theirs on held-out SU data.
+chooses hyperparameters without a single class label, on k folds where
+``benchmarks/tsgsu_protocol.py`` scores one held-out SU split the same way.
 """
 
 from __future__ import annotations
