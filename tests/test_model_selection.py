@@ -9,9 +9,9 @@ import pytest
 import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
+from tests.test_tsgsu import su_problem
 
 from _data import two_gaussians
-from tests.test_tsgsu import su_problem
 from weakkernels import TSGS3VM, TSGSU
 from weakkernels.model_selection import LabeledKFold, PairedKFold, su_accuracy
 from weakkernels.pipeline.splits import stratified_folds

@@ -42,7 +42,36 @@ from weakkernels.tsgsu import split_su, su_zero_one_risk
 __all__ = ["LabeledKFold", "PairedKFold", "su_accuracy"]
 
 
-class LabeledKFold(BaseCrossValidator):
+def _check_rows(X, y) -> np.ndarray:
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D, got shape {y.shape}.")
+    if X is not None and _num_samples(X) != y.shape[0]:
+        raise ValueError(f"X has {_num_samples(X)} rows, y has {y.shape[0]}.")
+    return y
+
+
+class _SeededKFold(BaseCrossValidator):
+    """``n_splits``, ``shuffle`` and ``random_state`` of the splitters below
+    (scikit-learn's ``KFold`` parameters)."""
+
+    def __init__(self, n_splits=5, *, shuffle=True, random_state=None):
+        if not isinstance(n_splits, numbers.Integral) or n_splits < 2:
+            raise ValueError(f"n_splits must be an integer >= 2, got {n_splits!r}.")
+        self.n_splits = int(n_splits)
+        self.shuffle = shuffle
+        self.random_state = random_state
+
+    def get_n_splits(self, X=None, y=None, groups=None):
+        return self.n_splits
+
+    def _iter_test_indices(self, X=None, y=None, groups=None):
+        # BaseCrossValidator's abstract hook; split() does not use it
+        for _, test in self.split(X, y, groups):
+            yield test
+
+
+class LabeledKFold(_SeededKFold):
     """Stratified K-fold over the labeled rows of a semi-supervised ``y``.
 
     Fold ``j`` tests on the ``j``-th stratified part of the rows with
@@ -68,16 +97,6 @@ class LabeledKFold(BaseCrossValidator):
         Seeds the shuffle (``shuffle=True`` only).
     """
 
-    def __init__(self, n_splits=5, *, shuffle=True, random_state=None):
-        if not isinstance(n_splits, numbers.Integral) or n_splits < 2:
-            raise ValueError(f"n_splits must be an integer >= 2, got {n_splits!r}.")
-        self.n_splits = int(n_splits)
-        self.shuffle = shuffle
-        self.random_state = random_state
-
-    def get_n_splits(self, X=None, y=None, groups=None):
-        return self.n_splits
-
     def split(self, X, y, groups=None):
         """Yield ``(train, test)`` row indices; ``X`` is only counted."""
         y = _check_rows(X, y)
@@ -89,22 +108,8 @@ class LabeledKFold(BaseCrossValidator):
         for tr, te in folds.split(np.zeros((labeled.size, 1)), y[labeled]):
             yield np.sort(np.concatenate([labeled[tr], unlabeled])), labeled[te]
 
-    def _iter_test_indices(self, X=None, y=None, groups=None):
-        # BaseCrossValidator's abstract hook; split() above does not use it
-        for _, test in self.split(X, y, groups):
-            yield test
 
-
-def _check_rows(X, y) -> np.ndarray:
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-D, got shape {y.shape}.")
-    if X is not None and _num_samples(X) != y.shape[0]:
-        raise ValueError(f"X has {_num_samples(X)} rows, y has {y.shape[0]}.")
-    return y
-
-
-class PairedKFold(BaseCrossValidator):
+class PairedKFold(_SeededKFold):
     """K-fold over similar-unlabeled data (TSGSU's layout), pairs kept whole.
 
     ``y == 1`` marks similar-pair rows, two consecutive rows per pair, and
@@ -128,16 +133,6 @@ class PairedKFold(BaseCrossValidator):
     random_state : int, RandomState instance or None, default=None
         Seeds the shuffle (``shuffle=True`` only).
     """
-
-    def __init__(self, n_splits=5, *, shuffle=True, random_state=None):
-        if not isinstance(n_splits, numbers.Integral) or n_splits < 2:
-            raise ValueError(f"n_splits must be an integer >= 2, got {n_splits!r}.")
-        self.n_splits = int(n_splits)
-        self.shuffle = shuffle
-        self.random_state = random_state
-
-    def get_n_splits(self, X=None, y=None, groups=None):
-        return self.n_splits
 
     def split(self, X, y, groups=None):
         """Yield ``(train, test)`` row indices; ``X`` is only counted."""
