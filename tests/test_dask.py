@@ -152,7 +152,7 @@ def test_validation_fraction_on_dask_is_the_in_memory_fit(client, streamed):
     make = lambda: TSGS3VM(validation_fraction=0.25, **_OPT)  # noqa: E731
     ref = make().fit(X, y)
     est = make().fit(*_dask(X, y, False))
-    assert ref.validation_errors_.shape == (3, 2)
+    assert ref.validation_errors_.shape == (5, 2)
     np.testing.assert_array_equal(est.validation_errors_, ref.validation_errors_)
     assert est.C_star_ == ref.C_star_
     np.testing.assert_array_equal(est.decision_function(X), ref.decision_function(X))

@@ -416,7 +416,10 @@ def test_clipped_balance_holds_on_the_returned_machine(solver):
     X, y, _ = two_gaussians(n=300, d=4, n_labeled=30, seed=23)
     lab = y != -1
     r = np.mean(np.where(y[lab] == 1, 1.0, -1.0))
-    kw = {"max_iter": 40, "batch_size": 64} if solver == "sgd" else {}
+    # (SGD at the default eta0 = 1 diverges here: |coef| ~ 1e15 after 40
+    # steps, where the bisection for the bias resolves only ~1e-3)
+    kw = ({"max_iter": 40, "batch_size": 64, "eta0": 0.1} if solver == "sgd"
+          else {})
     est = TSGS3VM(C=30.0, solver=solver, random_state=0, dtype="float64",
                   **kw).fit(X, y)
     f = est.decision_function(X[~lab])
@@ -767,7 +770,7 @@ def test_held_out_labels_keep_the_supervised_machine_where_unlabeled_rows_cost()
     held = TSGS3VM(validation_fraction=0.3, **kw).fit(X, ys)
     assert held.C_star_ == 0.0
     np.testing.assert_allclose(held.validation_errors_[:, 0],
-                               np.array([0.0, 0.1, 1.0]) * rule.C_star_)
+                               np.array([0.0, 0.1, 1.0, 3.0, 10.0]) * rule.C_star_)
     assert held.validation_errors_[0, 1] < held.validation_errors_[2, 1]
     assert np.mean(held.predict(Xt) != yt) < np.mean(rule.predict(Xt) != yt) - 0.002
 
@@ -778,13 +781,14 @@ def test_held_out_labels_keep_the_unlabeled_term_where_it_pays():
     kw = dict(C=10, max_features=256, random_state=0)
     held = TSGS3VM(validation_fraction=0.5, **kw).fit(X, y)
     sup = TSGS3VM(C_star=0, **kw).fit(X, y)
-    assert held.C_star_ == pytest.approx(10 * 200 / 1800)
+    rule = 10 * 200 / 1800
     errs = held.validation_errors_[:, 1]
-    assert errs[2] < errs[0]
+    kept = np.flatnonzero(np.isclose(held.validation_errors_[:, 0], held.C_star_))
+    assert held.C_star_ >= rule and errs[kept[0]] == errs.min() < errs[0]
     assert np.mean(held.predict(X[U]) != yt[U]) < np.mean(sup.predict(X[U]) != yt[U])
 
 
-@pytest.mark.parametrize("stage", [0, 1, 2])
+@pytest.mark.parametrize("stage", [0, 1, 2, 3, 4])
 def test_the_fit_after_the_choice_is_the_fit_at_that_c_star(monkeypatch, stage):
     """Whatever stage is kept, the returned machine is TSGS3VM's at that C*
     on every label, bit for bit (the held-out rows only choose C*)."""
@@ -793,7 +797,7 @@ def test_the_fit_after_the_choice_is_the_fit_at_that_c_star(monkeypatch, stage):
     kw = dict(C=10, max_features=128, random_state=0)
     held = TSGS3VM(validation_fraction=0.3, **kw).fit(X, y)
     rule = 10 * 200 / 5800
-    assert held.C_star_ == pytest.approx((0.0, 0.1, 1.0)[stage] * rule)
+    assert held.C_star_ == pytest.approx((0.0, 0.1, 1.0, 3.0, 10.0)[stage] * rule)
     # two sample levels (5 800 unlabeled rows), so the first one is a sample
     at = TSGS3VM(C_star=held.C_star_, validation_fraction=None, **kw).fit(X, y)
     np.testing.assert_array_equal(held.coef_, at.coef_)

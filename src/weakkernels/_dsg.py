@@ -309,6 +309,12 @@ CCCP_MAX_STEPS = 20
 # cod-rna and g50c at C = 1 and 10 in about 60 % of the time (BENCHMARKS.md,
 # "Convergence").
 ANNEAL_STAGES = (0.0, 0.1, 1.0)
+# With a held-out choice of C* (Problem.select) the annealing path goes on to
+# 3 and 10 times the given C*: where the unlabeled rows pay, the best multiple
+# of paper 004's rule grows with their count (synthetic_hepmass_gap, 1 000
+# labels: 1-3x chosen by CV on 1.6 x 10^4 rows, 10x on 10^5; BENCHMARKS.md,
+# "Unlabeled rows that pay"), and every stage is a candidate.
+SELECT_STAGES = (0.0, 0.1, 1.0, 3.0, 10.0)
 SOLVERS = ("lbfgs", "sgd")
 # solver="lbfgs": L-BFGS iterations per annealing stage when max_iter is None.
 # The stages stop on the gradient tolerance long before this on the default
@@ -636,12 +642,16 @@ class Problem:
     select : ``(s, score)`` or None
         L-BFGS only: the fit only chooses an annealing weight, on held-out
         labeled rows in set ``s`` (which the loss must not read). The
-        annealing stages (starting with ``w = 0``, the supervised machine)
-        run on level 0 only; ``score(f, rows) -> (m,)`` gives each stage's
-        per-row errors from its outputs ``f + b`` on the set's level-0 rows
-        ``rows`` (indices in the set; None: all); the stage kept is
+        stages (:data:`SELECT_STAGES`, from ``w = 0``, the supervised
+        machine) run on level 0, each from the previous one; then each is
+        carried, warm-started level by level, to the largest level whose
+        features are held (the choice is made at the largest sample it can
+        afford to solve for every candidate: the best weight grows with the
+        rows). There ``score(f, rows) -> (m,)`` gives each stage's per-row
+        errors from its outputs ``f + b`` on the set's rows ``rows``
+        (indices in the set; None: all); the stage kept is
         :func:`one_se_stage`'s, returned as ``Expansion.weight`` with its
-        machine and every stage's ``(weight, error)``.
+        machine (on that level) and every stage's ``(weight, error)``.
     """
 
     def __init__(self, sets, n_outputs, loss, *, lam=1.0, intercept="none",
@@ -1292,13 +1302,25 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
         state["b"] = np.asarray(problem.balance_target, dtype=np.float64)
     stages = ANNEAL_STAGES if anneal > 0 else ((0.0, 1.0) if anchored else (1.0,))
     select = problem.select
-    if select is not None and stages[0] != 0.0:
-        stages = (0.0, *stages)  # the supervised machine is a candidate
-    # the annealing stages on level 0, then w = 1 on every larger sample
-    # (with select: level 0 only, each stage's (w, z, state, held-out errors))
-    plan = [(0, w) for w in stages] + [
-        (k, 1.0) for k in range(1, len(levels) if select is None else 1)]
-    candidates = []
+    if select is not None:
+        # the supervised machine is always a candidate
+        stages = SELECT_STAGES if anneal > 0 else (0.0, *(w for w in stages if w))
+    # the largest level whose features are held (0 if none is): a held-out
+    # choice carries every candidate to it and scores them there
+    pick_level = max((k for k in range(len(levels)) if level_rows(
+        sizes, levels[k]) * D * 4 <= HELD_FEATURE_BYTES), default=0)
+    # plan: (level, weight, chain it starts from, chain it writes). The
+    # annealing stages on level 0, each from the previous one, then w = 1 on
+    # every larger sample; with select, every stage is a chain of its own,
+    # warm-started level by level up to pick_level and scored there.
+    if select is None:
+        plan = [(0, w, 0, 0) for w in stages] + [
+            (k, 1.0, 0, 0) for k in range(1, len(levels))]
+    else:
+        plan = [(0, w, max(j - 1, 0), j) for j, w in enumerate(stages)] + [
+            (k, w, j, j) for k in range(1, pick_level + 1)
+            for j, w in enumerate(stages)]
+    chains, scores = {}, {}
     # the Maclaurin kernel is numba-parallel only: its chunks run in order
     threads = (numba.get_num_threads()
                if spec.is_fourier or isinstance(spec, NystromSpec) else 1)
@@ -1334,12 +1356,18 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
         fold = large(k) or (PRIMAL_FOLD_MIN_ROWS is not None
                             and rows >= PRIMAL_FOLD_MIN_ROWS)
         lspec = spec if fold else spec.row_whitened()
+        cur.pop("mu", None)
         cur.update(level=k, idx=idx, sets=[None] * len(sizes), rows=rows,
                    cache=rows * D * dtype.itemsize <= budget, spec=lspec,
                    white=Whitening(lspec))
+        recentre()
+
+    def recentre():
+        """Centre a constrained chain's features on this level's sample of B."""
         if not state["free"] and (state["center"] or anchored):
-            # the centre of this level's sample of B
-            state["mu"] = cur["white"].lower(get(problem.balance_set).mean())
+            if "mu" not in cur:
+                cur["mu"] = cur["white"].lower(get(problem.balance_set).mean())
+            state["mu"] = cur["mu"]
 
     def last_solved(k):
         """Whether level ``k`` is the last one solved to the tolerance: the
@@ -1427,9 +1455,13 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
     curve, n_iter, gtol = [], 0, None
     try:
         with one_blas_thread():
-            for i, (k, w) in enumerate(plan):
+            for i, (k, w, src, dst) in enumerate(plan):
                 if k != cur["level"]:
                     enter(k)
+                if src in chains:
+                    z, kept, gtol = chains[src]
+                    state.update(_copy_state(kept))
+                    recentre()
                 if anchored and w > 0:
                     # (re-)anchor the constraint on the current outputs on B:
                     # mean_B f = balance_target(f_B). The first time, switch
@@ -1438,9 +1470,8 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
                     v, b = unpack(z)
                     fB = outputs(problem.balance_set, v, b)
                     if state["free"]:
-                        state["mu"] = cur["white"].lower(
-                            get(problem.balance_set).mean())
                         state["free"] = False
+                        recentre()
                         z = z[: D * K].copy()
                     state["b"] = np.asarray(problem.balance_target(fB),
                                             dtype=np.float64)
@@ -1495,17 +1526,18 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
                 curve.append(float(res.fun))
                 v, b = unpack(z)
                 check_divergence(v, "C (the problem is too badly scaled)")
-                if select is not None:
+                chains[dst] = (z, _copy_state(state), gtol)
+                if select is not None and k == pick_level:
                     # a candidate, scored as it would be returned
                     s_held, score = select
                     f_held = (get(s_held).forward(cur["white"].lift(v).astype(dtype))
                               + returned_intercept(v, b))
-                    candidates.append((w, z.copy(), _copy_state(state),
-                                       score(f_held, cur["idx"][s_held])))
+                    scores[dst] = score(f_held, cur["idx"][s_held])
                     if i + 1 == len(plan):
-                        w, z, kept, _ = candidates[
-                            one_se_stage([c[-1] for c in candidates])]
+                        dst = one_se_stage([scores[j] for j in range(len(stages))])
+                        z, kept, gtol = chains[dst]
                         state.update(kept)
+                        w = stages[dst]
                         v, b = unpack(z)
                 _set_primal(model, v, n_blocks, norm, W, second)
                 intercept = (returned_intercept(v, b) if i + 1 == len(plan)
@@ -1515,7 +1547,7 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
             # the returned machine on every row of the set the caller reads
             # (the last level holds them all): one forward pass, only if asked
             v, _ = unpack(z)
-            fB = (None if problem.outputs_on is None else
+            fB = (None if problem.outputs_on is None or select is not None else
                   get(problem.outputs_on).forward(
                       cur["white"].lift(v).astype(dtype)) + intercept)
     finally:
@@ -1523,8 +1555,8 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
             pool.shutdown()
     return Expansion(model, intercept, n_iter, curve, balance_outputs=fB,
                      weight=w if select is not None else 1.0,
-                     stage_errors=[(c[0], float(np.mean(c[-1])))
-                                   for c in candidates] or None)
+                     stage_errors=[(stages[j], float(np.mean(scores[j])))
+                                   for j in sorted(scores)] or None)
 
 
 def _copy_state(state: dict) -> dict:

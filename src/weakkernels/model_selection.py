@@ -147,12 +147,12 @@ class PairedKFold(_SeededKFold):
                     f"{unlabeled.size} unlabeled rows.")
         folds = KFold(self.n_splits, shuffle=self.shuffle,
                       random_state=self.random_state if self.shuffle else None)
-        all_rows = np.arange(sim.size)
         for (_, p_te), (_, u_te) in zip(folds.split(first), folds.split(unlabeled),
                                         strict=True):
-            test = np.sort(np.concatenate([first[p_te], first[p_te] + 1,
-                                           unlabeled[u_te]]))
-            yield np.setdiff1d(all_rows, test, assume_unique=True), test
+            in_test = np.zeros(sim.size, dtype=bool)
+            in_test[first[p_te]] = in_test[first[p_te] + 1] = True
+            in_test[unlabeled[u_te]] = True
+            yield np.flatnonzero(~in_test), np.flatnonzero(in_test)
 
 
 def su_accuracy(estimator, X, y) -> float:

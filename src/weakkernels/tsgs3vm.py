@@ -485,9 +485,9 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
             seed=seed)
         if self.validation_fraction_ is not None:
             # paper 004's choice of C* on labeled validation rows: the
-            # annealing stages on the first sample level without a seeded,
-            # stratified part of the labels, scored on it; then the fit on
-            # every label at the C* kept
+            # stages fitted without a seeded, stratified part of the labels,
+            # carried up to the largest held sample level and scored there
+            # on it; then the fit on every label at the C* kept
             tr, va = (np.sort(i) for i in train_test_split(
                 np.arange(n_l), test_size=self.validation_fraction_,
                 stratify=yl, random_state=seed % 2**32))
@@ -722,14 +722,17 @@ or bool, default="auto"
     validation_fraction : float in (0, 1), "auto" or None, default="auto"
         ``solver="lbfgs"``: choose C* as paper 004 does, on labeled
         validation rows. This fraction of the labels (seeded, stratified) is
-        held out while the annealing stages (C*-fractions 0, .1, 1, on the
-        first sample level) run; the stage kept is the supervised one (C* =
-        0) unless a later one makes fewer errors on the held-out rows by
-        more than one standard error of the paired difference
-        (:func:`weakkernels._dsg.one_se_stage`). The machine returned is
-        then the fit on every label at that C*, bit for bit the one
-        ``C_star=C_star_, validation_fraction=None`` gives (the choice costs
-        the first level's stages once more). ``C_star_`` is the C* kept,
+        held out while the C* multiples 0, .1, 1, 3, 10 are fitted (an
+        annealing path on the first sample level, then each candidate
+        warm-started on every larger sample whose features are held:
+        :data:`weakkernels._dsg.SELECT_STAGES`); the one kept is the
+        supervised machine (C* = 0) unless another makes fewer errors on the
+        held-out rows by more than one standard error of the paired
+        difference (:func:`weakkernels._dsg.one_se_stage`). The machine
+        returned is then the fit on every label at that C*, bit for bit the
+        one ``C_star=C_star_, validation_fraction=None`` gives (the choice
+        costs about five fits up to the largest held level -- the whole fit
+        below 2 GiB of features -- and one more). ``C_star_`` is the C* kept,
         ``validation_errors_`` each stage's (C*, held-out error). None:
         C* as given (paper 004's rule by default). ``"auto"``: 0.1 from
         :data:`AUTO_VALIDATION_MIN_LABELS` (10 000) labels on, else None
