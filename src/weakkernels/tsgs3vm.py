@@ -746,12 +746,14 @@ or bool, default="auto"
         weight: the labeled points first place the boundary that the
         non-convex unlabeled loss then refines. ``solver="sgd"``: linearly over
         this fraction of the steps; ``solver="lbfgs"``: any value > 0 solves
-        the C*-fractions 0, .1, 1 in turn, each from the previous solution.
+        the C*-fractions 0, .1, 1 in turn, each from the previous solution
+        (on to 3 and 10 with ``validation_fraction``).
     validation_fraction : float in (0, 1), "auto" or None, default="auto"
         ``solver="lbfgs"``: choose C* as paper 004 does, on labeled
         validation rows. This fraction of the labels (seeded, stratified) is
-        held out while the C* multiples 0, .1, 1, 3, 10 are fitted (an
-        annealing path on the first sample level, then each candidate
+        held out while the C* multiples 0, .1, 1, 3, 10 (0 and 1 with
+        ``anneal=0``) are fitted (an annealing path on the first sample
+        level, then each candidate
         warm-started on every larger sample whose features are held:
         :data:`weakkernels._dsg.SELECT_STAGES`); the one kept is the
         supervised machine (C* = 0) unless another makes fewer errors on the
