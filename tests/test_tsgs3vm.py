@@ -851,3 +851,40 @@ def test_a_diverged_sgd_iterate_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         TSGS3VM(eta0=0.3, **kw).fit(X, y)
+
+
+@pytest.mark.parametrize("held_bytes", [None, 0])
+def test_the_candidates_are_scored_on_the_largest_held_level(monkeypatch,
+                                                             held_bytes):
+    """5 800 unlabeled rows: level 0 samples 4 096 of them, level 1 holds
+    all. The five candidates are scored once each, after the solver entered
+    both levels; with no level held (held_bytes=0), on the first one."""
+    import weakkernels.tsgs3vm as mod
+
+    if held_bytes is not None:
+        monkeypatch.setattr(_dsg, "HELD_FEATURE_BYTES", held_bytes)
+    events = []
+
+    class Level(_dsg.Whitening):  # built once per level entered
+        def __init__(self, spec):
+            events.append("level")
+            super().__init__(spec)
+
+    score = mod._held_out_errors
+
+    def spy_score(*args):
+        events.append("score")
+        return score(*args)
+
+    monkeypatch.setattr(_dsg, "Whitening", Level)
+    monkeypatch.setattr(mod, "_held_out_errors", spy_score)
+    X, y, _ = two_gaussians(n=6000, d=5, n_labeled=200, seed=8)
+    assert len(_dsg.primal_levels([140, 5800, 60], 0)) == 2
+    TSGS3VM(validation_fraction=0.3, C=10, max_features=128,
+            random_state=0).fit(X, y)
+    # the choice's fit, then the refit (levels, no scores)
+    last = len(events) - events[::-1].index("score")
+    choice = events[:last]
+    assert choice.count("score") == 5
+    assert choice[-5:] == ["score"] * 5
+    assert choice.count("level") == (2 if held_bytes is None else 1)
