@@ -1308,10 +1308,14 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
     if select is not None:
         # the supervised machine is always a candidate
         stages = SELECT_STAGES if anneal > 0 else (0.0, *(w for w in stages if w))
+    def large(k):
+        """Whether level ``k``'s features exceed the held bound (a constant:
+        the same arithmetic on every machine)."""
+        return level_rows(sizes, levels[k]) * D * 4 > HELD_FEATURE_BYTES
+
     # the largest level whose features are held (0 if none is): a held-out
     # choice carries every candidate to it and scores them there
-    pick_level = max((k for k in range(len(levels)) if level_rows(
-        sizes, levels[k]) * D * 4 <= HELD_FEATURE_BYTES), default=0)
+    pick_level = max((k for k in range(len(levels)) if not large(k)), default=0)
     # plan: (level, weight, chain it starts from, chain it writes). The
     # annealing stages on level 0, each from the previous one, then w = 1 on
     # every larger sample; with select, every stage is a chain of its own,
@@ -1342,11 +1346,6 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
                 else _PrimalSet(problem, s, cur["idx"][s], cur["spec"], W,
                                 second, norm, cur["cache"], pool))
         return cur["sets"][s]
-
-    def large(k):
-        """Whether level ``k``'s features exceed the held bound (a constant:
-        the same arithmetic on every machine)."""
-        return level_rows(sizes, levels[k]) * D * 4 > HELD_FEATURE_BYTES
 
     def enter(k):
         """Make level ``k`` current (features cached when they fit)."""
@@ -1455,15 +1454,18 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
         return value + 0.5 * lam * float(np.sum(v * v)), grad
 
     z = np.zeros(D * K + (K if state["free"] else 0))
-    curve, n_iter, gtol = [], 0, None
+    curve, n_iter, gtol, last = [], 0, None, None
     try:
         with one_blas_thread():
             for i, (k, w, src, dst) in enumerate(plan):
                 if k != cur["level"]:
                     enter(k)
-                if src in chains:
+                if src in chains and src != last:
+                    # switch to another candidate's chain (its stored copy is
+                    # not touched again: state's arrays are replaced, never
+                    # changed in place)
                     z, kept, gtol = chains[src]
-                    state.update(_copy_state(kept))
+                    state.update(kept)
                     recentre()
                 if anchored and w > 0:
                     # (re-)anchor the constraint on the current outputs on B:
@@ -1529,7 +1531,7 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
                 curve.append(float(res.fun))
                 v, b = unpack(z)
                 check_divergence(v, "C (the problem is too badly scaled)")
-                chains[dst] = (z, _copy_state(state), gtol)
+                chains[dst], last = (z, _copy_state(state), gtol), dst
                 if select is not None and k == pick_level:
                     # a candidate, scored as it would be returned
                     s_held, score = select
