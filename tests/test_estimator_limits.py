@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from weakkernels import QSGS2AUC, TSGS3VM, RandomFeatures, _dsg
+from weakkernels import QSGS2AUC, TSGS3VM, TSGSU, RandomFeatures, _dsg
+from weakkernels.tsgsu import su_risk
 
 
 def _semi(n=200, d=5, seed=0):
@@ -40,6 +41,84 @@ def test_sgd_step_ceiling_binds_with_a_warning(monkeypatch):
     with pytest.warns(ConvergenceWarning, match="SGD_MAX_STEPS"):
         est.fit(X, y)
     assert est.n_iter_ == 30
+
+
+def test_check_sgd_curve_warns_past_ten_times_the_start():
+    """The mean of the last tenth of the minibatch losses against ten times
+    the start's loss; no scale (start <= 0) or no steps: no check."""
+    def run(curve, start):
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            _dsg.check_sgd_curve(TSGS3VM(), _dsg.Expansion(
+                None, 0.0, len(curve), curve, start_loss=start))
+        return [str(w.message) for w in got
+                if issubclass(w.category, ConvergenceWarning)]
+
+    # 20 steps: the last 2 count (mean 10.5 > 10; mean 9.5 is not)
+    assert "TSGS3VM(solver='sgd')" in run([1.0] * 18 + [10.0, 11.0], 1.0)[0]
+    assert run([1.0] * 18 + [9.0, 10.0], 1.0) == []
+    assert run([50.0] * 18 + [1.0, 1.0], 1.0) == []  # only the end counts
+    assert run([5.0], 0.4)  # one step: that step
+    assert run([1e9], 0.0) == [] and run([1e9], -1.0) == []
+    assert run([], 1.0) == [] and run([1e9], None) == []
+
+
+def _su_pairs(n=200, d=5, seed=0):
+    """Similar pairs (two consecutive rows of one class) and unlabeled rows."""
+    X, y = _semi(n, d, seed)
+    pos = np.flatnonzero(X[:, 0] > 0)[:40]
+    return np.r_[X[pos], X[100:]], np.r_[np.ones(40, int), -np.ones(n - 100, int)]
+
+
+@pytest.mark.parametrize("make, data, big, small", [
+    # a polynomial kernel: no output bound, the loss curve is the check
+    (lambda eta0: TSGS3VM(kernel="poly", solver="sgd", eta0=eta0,
+                          max_iter=40, batch_size=64, random_state=0),
+     _semi, 3.0, 1.0),
+    (lambda eta0: QSGS2AUC(solver="sgd", eta0=eta0, prior=0.5, random_state=0),
+     _semi, 300.0, 3.0),
+    (lambda eta0: TSGSU(solver="sgd", eta0=eta0, prior=0.7, random_state=0),
+     _su_pairs, 100.0, 1.0),
+], ids=["TSGS3VM", "QSGS2AUC", "TSGSU"])
+def test_every_sgd_estimator_warns_on_a_finite_diverged_iterate(make, data,
+                                                               big, small):
+    """A step size too large for the problem: finite coefficients far from
+    any minimiser (check_divergence passes them), which the SGD curve
+    reveals; the same fit at a step size that converges does not warn."""
+    X, y = data()
+    with pytest.warns(ConvergenceWarning, match="diverged"):
+        est = make(big).fit(X, y)
+    assert np.all(np.isfinite(est.decision_function(X)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        make(small).fit(X, y)
+
+
+def test_the_sgd_start_loss_is_the_objective_at_zero(monkeypatch):
+    """TSGSU: the start's loss is Eq. (8) at f = 0 (a NumPy reference);
+    TSGS3VM with annealing: the full-weight loss at f = 0, not the annealed
+    first value of the curve."""
+    import weakkernels.tsgs3vm as s3vm
+    import weakkernels.tsgsu as su
+
+    seen = []
+    for mod in (s3vm, su):
+        monkeypatch.setattr(mod, "check_sgd_curve",
+                            lambda est, result: seen.append(result))
+    X, y = _su_pairs()
+    est = TSGSU(solver="sgd", prior=0.7, max_iter=5, random_state=0).fit(X, y)
+    zeros = np.zeros(1)
+    assert seen[-1].start_loss == pytest.approx(
+        su_risk(zeros, zeros, est.prior_, est.loss, est.correction), rel=1e-12)
+    X, y = _semi()
+    C = 2.0
+    TSGS3VM(C=C, C_star=C, solver="sgd", balance="none", anneal=0.5,
+            loss="hinge", unlabeled_loss="da", max_iter=10,
+            random_state=0).fit(X, y)
+    n_l = int((y != -1).sum())
+    # the hinge and the da loss are 1 at f = 0; C and C* on sums
+    assert seen[-1].start_loss == pytest.approx(C * n_l + C * (y.size - n_l))
+    assert seen[-1].objective_curve[0] < seen[-1].start_loss  # annealed
 
 
 def test_qsg_min_iter_ceiling(monkeypatch):

@@ -842,15 +842,32 @@ def test_auto_holds_out_a_tenth_of_the_labels_from_ten_thousand_on():
 
 def test_a_diverged_sgd_iterate_warns():
     """Finite but far beyond any minimiser: check_sgd_outputs says so, and a
-    step size that converges does not warn."""
+    step size that converges does not warn (the loss-curve check of every
+    SGD estimator: tests/test_estimator_limits.py)."""
     X, y, _ = two_gaussians(n=300, d=4, n_labeled=30, seed=23)
     kw = dict(C=10.0, solver="sgd", max_iter=40, batch_size=64, random_state=0)
-    with pytest.warns(ConvergenceWarning, match="diverged"):
+    with pytest.warns(ConvergenceWarning, match="returned decision values"):
         big = TSGS3VM(eta0=1.0, **kw).fit(X, y)
     assert np.all(np.isfinite(big.decision_function(X)))
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        TSGS3VM(eta0=0.3, **kw).fit(X, y)
+        TSGS3VM(eta0=0.3, learning_rate="constant", **kw).fit(X, y)
+
+
+def test_a_loss_blow_up_below_the_output_bound_warns():
+    """"decay"'s first step is 1 whatever eta0: with the squared hinge at
+    C = 10 the outputs land near 200, under check_sgd_outputs' bound (~990
+    here), with a minibatch loss ~10^4 times the start's; the loss curve
+    says so. The hinge (the papers' loss) at the same step does not warn."""
+    X, y, _ = two_gaussians(n=300, d=4, n_labeled=30, seed=23)
+    kw = dict(C=10.0, solver="sgd", max_iter=40, batch_size=64, eta0=0.01,
+              random_state=0)
+    with pytest.warns(ConvergenceWarning, match="times the loss of its start"):
+        est = TSGS3VM(**kw).fit(X, y)
+    assert np.abs(est.decision_function(X)).max() < 990
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        TSGS3VM(loss="hinge", **kw).fit(X, y)
 
 
 @pytest.mark.parametrize("held_bytes", [None, 0])

@@ -775,7 +775,8 @@ class Expansion:
     optimizer's record."""
 
     def __init__(self, model, intercept, n_iter, objective_curve,
-                 balance_outputs=None, weight=1.0, stage_errors=None):
+                 balance_outputs=None, weight=1.0, stage_errors=None,
+                 start_loss=None):
         self.model = model
         self.intercept = intercept
         self.n_iter = n_iter
@@ -786,6 +787,9 @@ class Expansion:
         # Problem.select each stage's (weight, error on the held-out rows)
         self.weight = weight
         self.stage_errors = stage_errors
+        # solver="sgd": the loss of the starting iterate at full annealing
+        # weight (the bar of check_sgd_curve)
+        self.start_loss = start_loss
 
 
 def one_se_better(wrong, wrong_ref) -> tuple[bool, float, float]:
@@ -958,6 +962,9 @@ def _fit_sgd(problem, spec, max_blocks, T, batch_size, step, anneal, seed,
             w = min(1.0, (t + 1) / (anneal * T)) if anneal > 0 else 1.0
             value, grads = problem.loss([f + b for f in fs], idx, sizes, w)
             curve.append(float(value))
+            if t == 0:  # the model is still empty: these are the start's outputs
+                start = (float(value) if w == 1.0 else float(problem.loss(
+                    [f + b for f in fs], idx, sizes, 1.0)[0]))
             G = np.concatenate(grads)
             eta = step(t, T)
             model.step(Xb, G / lam, eta * lam, t)
@@ -966,7 +973,37 @@ def _fit_sgd(problem, spec, max_blocks, T, batch_size, step, anneal, seed,
                 b = b - eta * G.sum(axis=0)
             if monitor is not None and (t + 1) % every == 0:
                 monitor(t + 1, model, b)
-    return Expansion(model, b, T, curve)
+    return Expansion(model, b, T, curve, start_loss=start if T > 0 else None)
+
+
+# Ten times the start's loss: no minibatch noise reaches it near a minimiser,
+# and a diverging iterate passes it within a few steps.
+SGD_DIVERGED_FACTOR = 10.0
+
+
+def check_sgd_curve(est, result: Expansion) -> None:
+    """Warn when an SGD run ends far worse than it started.
+
+    Every objective of the papers is ``J(f) = R(f) + lam/2 ||f||_H^2`` with
+    the iterate starting at ``f = 0`` (paper 000 Eq. (1), paper 002 Eq. (9),
+    paper 003 Eq. (9)), so a minimiser has ``R(f*) <= J(f*) <= J(0) = R(0)``.
+    The mean minibatch loss of the last tenth of the steps estimates the
+    final iterate's ``R``; above :data:`SGD_DIVERGED_FACTOR` times the start's
+    loss the iterate diverged (or was never near a minimiser) while its
+    values stayed finite -- ``check_divergence`` only stops non-finite ones.
+    Nothing is checked when the start's loss is not positive (no scale)."""
+    curve, start = result.objective_curve, result.start_loss
+    if start is None or not curve or not start > 0.0:
+        return
+    end = float(np.mean(curve[-max(1, len(curve) // 10):]))
+    if end > SGD_DIVERGED_FACTOR * start:
+        warnings.warn(
+            f"{type(est).__name__}(solver='sgd') ended with a mean minibatch "
+            f"loss of {end:.3g} over its last steps, {end / start:.3g} times the "
+            f"loss of its starting point f = 0 ({start:.3g}), which every "
+            "minimiser of its objective beats: the SGD iterate diverged or is "
+            "far from converged. Lower eta0 or raise max_iter.",
+            ConvergenceWarning, stacklevel=3)
 
 
 def solve_quadratic(spec, n_blocks: int, sets, q, lin, lam: float,

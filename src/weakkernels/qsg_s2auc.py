@@ -56,6 +56,7 @@ from weakkernels._dsg import (
     FunctionalModel,
     Problem,
     callback_monitor,
+    check_sgd_curve,
     default_blocks,
     expansion_basis,
     expansion_state,
@@ -559,6 +560,7 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         with one_blas_thread():
             self._set_model_state(result.model, XU_thr)
         result.model.release()
+        check_sgd_curve(self, result)
         XL = X[labeled]
         self._fit_platt(XL, (y[labeled] == classes[1]).astype(float))
         return self

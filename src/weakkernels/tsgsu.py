@@ -73,6 +73,7 @@ from weakkernels._dsg import (
     Problem,
     callback_monitor,
     check_feature_memory,
+    check_sgd_curve,
     default_blocks,
     expansion_basis,
     expansion_state,
@@ -764,6 +765,7 @@ class TSGSU(_SUBase):
         with one_blas_thread():
             self._set_model_state(result.model, result.intercept)
         result.model.release()
+        check_sgd_curve(self, result)
 
     def _fit_direct(self, XS, XU, spec, n_blocks, monitor):
         """``solver="direct"``: the exact minimizer of Eq. (9) with the
