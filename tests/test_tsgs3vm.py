@@ -840,14 +840,16 @@ def test_auto_holds_out_a_tenth_of_the_labels_from_ten_thousand_on():
     assert resolve_validation_fraction(None, y, "lbfgs") is None
 
 
-def test_a_diverged_sgd_iterate_warns():
-    """Finite but far beyond any minimiser: check_sgd_outputs says so, and a
-    step size that converges does not warn (the loss-curve check of every
-    SGD estimator: tests/test_estimator_limits.py)."""
+@pytest.mark.parametrize("kernel, eta0", [("rbf", 1.0), ("laplacian", 3.0)])
+def test_a_diverged_sgd_iterate_warns(kernel, eta0):
+    """Finite but far beyond any minimiser: check_sgd_outputs says so (both
+    Fourier kernels), and a step size that converges does not warn (the
+    loss-curve check of every SGD estimator: tests/test_estimator_limits.py)."""
     X, y, _ = two_gaussians(n=300, d=4, n_labeled=30, seed=23)
-    kw = dict(C=10.0, solver="sgd", max_iter=40, batch_size=64, random_state=0)
+    kw = dict(C=10.0, kernel=kernel, solver="sgd", max_iter=40, batch_size=64,
+              random_state=0)
     with pytest.warns(ConvergenceWarning, match="returned decision values"):
-        big = TSGS3VM(eta0=1.0, **kw).fit(X, y)
+        big = TSGS3VM(eta0=eta0, **kw).fit(X, y)
     assert np.all(np.isfinite(big.decision_function(X)))
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
