@@ -180,7 +180,13 @@ def _chunks(shared, norm, block, sel):
     chunks) that complete its last sub-chunk -- the sub-chunks are the
     in-memory solver's, on the set's own 2048-row grid, whatever the Dask
     chunks -- and the rows ``local`` copied once per level, or None (then
-    they are read from the chunk)."""
+    they are read from the chunk).
+
+    The task's sub-chunks are computed in one set of buffers (``work``, see
+    :func:`weakkernels.random_features.work_array`: new arrays per
+    sub-chunk cost the workers 1.7-2.9x the in-process CPU): each ``psi``
+    is overwritten by the next, so a caller uses it before asking for the
+    next."""
     local, _, tail, copied = sel
     if copied is not None:
         block, local = copied, (0, copied.shape[0])
@@ -189,14 +195,16 @@ def _chunks(shared, norm, block, sel):
     own = _n_rows(local)
     tail = _stack(tail) if tail else None
     n = own + (tail.shape[0] if tail is not None else 0)
+    work = {}
     try:
         for c0 in range(0, n, PRIMAL_CHUNK_ROWS):
             c1 = min(n, c0 + PRIMAL_CHUNK_ROWS)
             X = _take(block, _sub(local, c0, min(c1, own)))
             if c1 > own:
                 X = _stack([X, tail])
-            X = as_compute_rows(X, spec.dtype)
-            yield c0, c1, primal_chunk(_aligned(X), spec, W, second, norm)
+            X = as_compute_rows(X, spec.dtype, work)
+            yield c0, c1, primal_chunk(_aligned(X), spec, W, second, norm,
+                                       work=work)
     finally:
         release_mapped_rows(block)
 

@@ -1056,14 +1056,17 @@ def solve_quadratic(spec, n_blocks: int, sets, q, lin, lam: float,
     return model, np.array([b])
 
 
-def primal_chunk(X, spec, W, second, norm) -> np.ndarray:
+def primal_chunk(X, spec, W, second, norm, work=None) -> np.ndarray:
     """The streamed features ``stream_features * norm`` of the rows ``X``
     (compute dtype): the chunk kernel of :class:`_PrimalSet`, and of the
     point sets whose chunks live on Dask workers (:mod:`weakkernels._dask`).
     ``psi`` is this times the spec's whitening ``T`` (Nyström's ``L^-T``;
     None: ``psi`` itself), which the solvers apply to the coefficients and
-    gradients once per evaluation (:class:`Whitening`), never per row."""
-    P = spec.stream_features(X, W, second, parallel=False)
+    gradients once per evaluation (:class:`Whitening`), never per row.
+    ``work``: buffers kept across the calls of one thread
+    (:func:`weakkernels.random_features.work_array`; the features returned
+    are overwritten by the next call), or None."""
+    P = spec.stream_features(X, W, second, parallel=False, work=work)
     P *= norm
     return P
 
