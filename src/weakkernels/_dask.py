@@ -184,7 +184,7 @@ def _chunks(shared, norm, block, sel):
 
     The task's sub-chunks are computed in one set of buffers (``work``, see
     :func:`weakkernels.random_features.work_array`: new arrays per
-    sub-chunk cost the workers 1.7-2.9x the in-process CPU): each ``psi``
+    sub-chunk cost the workers 2.4-2.9x the in-process CPU): each ``psi``
     is overwritten by the next, so a caller uses it before asking for the
     next."""
     local, _, tail, copied = sel

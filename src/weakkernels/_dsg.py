@@ -945,7 +945,7 @@ def _fit_sgd(problem, spec, max_blocks, T, batch_size, step, anneal, seed,
     # independent of the counter-based feature blocks.
     rng = np.random.Generator(np.random.Philox(key=seed))
     b = np.zeros(K)
-    curve = []
+    curve, start = [], None
     with one_blas_thread():
         for t in range(T):
             # sorted: sequential reads when a set lives on disk
@@ -963,6 +963,8 @@ def _fit_sgd(problem, spec, max_blocks, T, batch_size, step, anneal, seed,
             value, grads = problem.loss([f + b for f in fs], idx, sizes, w)
             curve.append(float(value))
             if t == 0:  # the model is still empty: these are the start's outputs
+                # (an annealed problem's loss is called once more, at full
+                # weight; TSGS3VM's, the only one annealed, has no side effect)
                 start = (float(value) if w == 1.0 else float(problem.loss(
                     [f + b for f in fs], idx, sizes, 1.0)[0]))
             G = np.concatenate(grads)
@@ -973,34 +975,47 @@ def _fit_sgd(problem, spec, max_blocks, T, batch_size, step, anneal, seed,
                 b = b - eta * G.sum(axis=0)
             if monitor is not None and (t + 1) % every == 0:
                 monitor(t + 1, model, b)
-    return Expansion(model, b, T, curve, start_loss=start if T > 0 else None)
+    return Expansion(model, b, T, curve, start_loss=start)
 
 
-# Ten times the start's loss: no minibatch noise reaches it near a minimiser,
-# and a diverging iterate passes it within a few steps.
+# Ten times the start's loss: the minibatch noise of a mean over the last
+# tenth of the steps stays well below it near a minimiser, and a diverging
+# iterate passes it within a few steps.
 SGD_DIVERGED_FACTOR = 10.0
 
 
-def check_sgd_curve(est, result: Expansion) -> None:
+def sgd_tail(n_steps: int) -> int:
+    """How many of the last SGD steps estimate the final iterate's loss."""
+    return max(1, n_steps // 10)
+
+
+def check_sgd_curve(est, result: Expansion, end: float | None = None) -> None:
     """Warn when an SGD run ends far worse than it started.
 
     Every objective of the papers is ``J(f) = R(f) + lam/2 ||f||_H^2`` with
     the iterate starting at ``f = 0`` (paper 000 Eq. (1), paper 002 Eq. (9),
-    paper 003 Eq. (9)), so a minimiser has ``R(f*) <= J(f*) <= J(0) = R(0)``.
-    The mean minibatch loss of the last tenth of the steps estimates the
-    final iterate's ``R``; above :data:`SGD_DIVERGED_FACTOR` times the start's
-    loss the iterate diverged (or was never near a minimiser) while its
-    values stayed finite -- ``check_divergence`` only stops non-finite ones.
-    Nothing is checked when the start's loss is not positive (no scale)."""
+    paper 003 Eq. (9)), so a minimiser has ``R(f*) <= J(f*) <= J(0) = R(0)``
+    (with a balancing intercept the start is ``f = 0`` plus the bias that
+    balances it, a point of the constraint set: the same bound). ``end``,
+    the final iterate's ``R``, is by default the mean minibatch loss of the
+    last :func:`sgd_tail` steps (an estimator whose minibatch loss is biased
+    passes its own); above :data:`SGD_DIVERGED_FACTOR` times the start's loss
+    the iterate diverged (or was never near a minimiser) while its values
+    stayed finite -- ``check_divergence`` only stops non-finite ones.
+    Nothing is checked when the start's loss is not positive (no scale); a
+    loss that can go negative (TSGSU's unbiased risk) and runs off downwards
+    is not seen."""
     curve, start = result.objective_curve, result.start_loss
     if start is None or not curve or not start > 0.0:
         return
-    end = float(np.mean(curve[-max(1, len(curve) // 10):]))
+    if end is None:
+        end = float(np.mean(curve[-sgd_tail(len(curve)):]))
     if end > SGD_DIVERGED_FACTOR * start:
         warnings.warn(
-            f"{type(est).__name__}(solver='sgd') ended with a mean minibatch "
-            f"loss of {end:.3g} over its last steps, {end / start:.3g} times the "
-            f"loss of its starting point f = 0 ({start:.3g}), which every "
+            f"{type(est).__name__}(solver='sgd') ended with a loss of "
+            f"{end:.3g} (from the minibatches of its last steps), "
+            f"{end / start:.3g} times the loss of its starting point f = 0 "
+            f"({start:.3g}), which every "
             "minimiser of its objective beats: the SGD iterate diverged or is "
             "far from converged. Lower eta0 or raise max_iter.",
             ConvergenceWarning, stacklevel=3)

@@ -462,11 +462,10 @@ def work_array(work: dict | None, key: str, shape, dtype) -> np.ndarray:
     blocks a process frees, as it does in a plain process. A 2 048-row
     chunk of 2 048 streamed Nyström features (d = 28, float32) makes 34
     such arrays -- the 16 MB kernel, its 32 blocks of 1 MB float64
-    products, the float64 rows: 28.6 ms of CPU instead of 9.5 ms. Measured
-    on 10^6 synthetic rows per pass of the fused objective: one worker
-    9.0-14.7 s (1.4-4.2 million page faults), two workers 15.1 s between
-    them, one process 5.1-5.4 s; with these buffers 5.3-5.4 and 5.6-5.7 s,
-    the same bits."""
+    products, the float64 rows -- and a worker spent ~3x the CPU of one
+    process on a pass; with these buffers ~1.1x, the same bits
+    (BENCHMARKS.md, "Where the workers' extra CPU went";
+    ``benchmarks/dask_pass_cost.py``)."""
     if work is None:
         return np.empty(shape, dtype=dtype)
     n = math.prod(shape)

@@ -81,6 +81,7 @@ from weakkernels._dsg import (
     resolve_sigma,
     seeded_sample,
     set_expansion_state,
+    sgd_tail,
     solve_quadratic,
 )
 from weakkernels._threads import one_blas_thread
@@ -731,6 +732,10 @@ class TSGSU(_SUBase):
             seed=seed)
         prior, loss_name, corr = self.prior_, self.loss, self.correction
         self.risk_curve_ = []
+        # each evaluation's partial risks (R+, R-): the corrected risk of a
+        # minibatch is biased upwards (delta of a noisy estimate), so the end
+        # of an SGD run is judged on their mean, corrected once
+        partials = []
 
         def loss(fs, idx, sizes, w):
             """Eq. (8) and its derivatives (Eq. 17 without ``lam f``): means
@@ -739,6 +744,7 @@ class TSGSU(_SUBase):
             fS, fU = fs[0][:, 0], fs[1][:, 0]
             value = su_risk(fS, fU, prior, loss_name, corr)
             self.risk_curve_.append(value)
+            partials.append(su_partial_risks(fS, fU, prior, loss_name))
             gS, gU = su_risk_gradient(fS, fU, prior, loss_name, corr)
             return value, [gS[:, None], gU[:, None]]
 
@@ -765,7 +771,10 @@ class TSGSU(_SUBase):
         with one_blas_thread():
             self._set_model_state(result.model, result.intercept)
         result.model.release()
-        check_sgd_curve(self, result)
+        if self.solver == "sgd":
+            r_pos, r_neg = np.mean(partials[-sgd_tail(len(partials)):], axis=0)
+            check_sgd_curve(self, result, end=correction(corr, r_pos)
+                            + correction(corr, r_neg))
 
     def _fit_direct(self, XS, XU, spec, n_blocks, monitor):
         """``solver="direct"``: the exact minimizer of Eq. (9) with the
