@@ -42,12 +42,7 @@ def _wrap(name, fn):
         try:
             return fn(*a, **k)
         finally:
-            t1, f1, j1 = _thread_usage()
-            s = STATS.setdefault(name, [0, 0.0, 0, 0])
-            s[0] += 1
-            s[1] += t1 - t0
-            s[2] += f1 - f0
-            s[3] += j1 - j0
+            _acc(name, t0, f0, j0)
     wrapped.__wrapped_probe__ = fn
     return wrapped
 

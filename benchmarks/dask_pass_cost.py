@@ -69,7 +69,6 @@ def level(args):
 
 def run_inproc(args, res):
     from weakkernels import _dsg
-    from weakkernels._threads import one_blas_thread
 
     Xall = np.load(PATH, mmap_mode="r")
     n, idx = level(args)
@@ -81,23 +80,36 @@ def run_inproc(args, res):
     probe_lib.install("inproc")
     ps = _dsg._PrimalSet(problem, 1, idx, spec, W, second, norm, False, None)
     probe_lib.N_U = ps.m
+    val, reps = timed_passes(ps, W.shape[-1], args, probe_lib.snapshot)
+    out = [{"wall_s": wall, "client": diff(a, b)} for wall, a, b in reps]
+    res.update(m=ps.m, value=float(val[0]), back_sum=float(val[1].sum()),
+               repeats=out, _val=val)
+
+
+def timed_passes(ps, n_features, args, measure):
+    """A warm-up evaluation (numba, the workers' frequencies and selections,
+    first faults), then ``args.repeats`` times ``args.evals`` fused
+    evaluations at one seeded ``v``, ``measure()`` before and after each
+    repeat. Returns the last evaluation and ``(wall s, before, after)`` per
+    repeat."""
+    from weakkernels import _dsg
+    from weakkernels._threads import one_blas_thread
+
     rng = np.random.default_rng(0)
-    v32 = (rng.standard_normal((W.shape[-1], 1)) * 0.01).astype(np.float32)
+    v32 = (rng.standard_normal((n_features, 1)) * 0.01).astype(np.float32)
     shift = np.zeros(1)
     fn = _dsg.RowLoss(probe_lib.pointwise, 1, ps.m, 1.0)
-    out = []
+    reps = []
     with one_blas_thread():
-        ps.fused(v32, shift, fn)  # warm-up (numba cache, first faults)
+        ps.fused(v32, shift, fn)
         for _ in range(args.repeats):
-            s0 = probe_lib.snapshot()
+            before = measure()
             t0 = time.perf_counter()
             for _ in range(args.evals):
                 val = ps.fused(v32, shift, fn)
             wall = time.perf_counter() - t0
-            s1 = probe_lib.snapshot()
-            out.append({"wall_s": wall, "client": diff(s0, s1)})
-    res.update(m=ps.m, value=float(val[0]), back_sum=float(val[1].sum()),
-               repeats=out, _val=val)
+            reps.append((wall, before, measure()))
+    return val, reps
 
 
 def diff(s0, s1):
@@ -115,9 +127,7 @@ def run_dask(args, res):
     import dask.array as da
     from distributed import Client, LocalCluster
 
-    from weakkernels import _dsg
     from weakkernels._dask import DaskRows
-    from weakkernels._threads import one_blas_thread
 
     Xall = np.load(PATH, mmap_mode="r")
     n, idx = level(args)
@@ -149,24 +159,12 @@ def run_dask(args, res):
         ps = rows.primal_set(index, idx, spec, W, second, norm, hold=False)
         probe_lib.N_U = ps.m  # the loss's k: same on workers (module constant)
         client.run(_set_nu, ps.m)
-        rng = np.random.default_rng(0)
-        v32 = (rng.standard_normal((W.shape[-1], 1)) * 0.01).astype(np.float32)
-        shift = np.zeros(1)
-        fn = _dsg.RowLoss(probe_lib.pointwise, 1, ps.m, 1.0)
-        out = []
-        with one_blas_thread():
-            ps.fused(v32, shift, fn)  # warm-up: frequencies, numba, selection
-            for _ in range(args.repeats):
-                c0 = probe_lib.snapshot()
-                w0 = client.run(probe_lib.snapshot)
-                t0 = time.perf_counter()
-                for _ in range(args.evals):
-                    val = ps.fused(v32, shift, fn)
-                wall = time.perf_counter() - t0
-                w1 = client.run(probe_lib.snapshot)
-                c1 = probe_lib.snapshot()
-                out.append({"wall_s": wall, "client": diff(c0, c1),
-                            "workers": {w: diff(w0[w], w1[w]) for w in sorted(w1)}})
+        val, reps = timed_passes(
+            ps, W.shape[-1], args,
+            lambda: (probe_lib.snapshot(), client.run(probe_lib.snapshot)))
+        out = [{"wall_s": wall, "client": diff(a[0], b[0]),
+                "workers": {w: diff(a[1][w], b[1][w]) for w in sorted(b[1])}}
+               for wall, a, b in reps]
     res.update(m=ps.m, value=float(val[0]), back_sum=float(val[1].sum()),
                n_tasks=len(ps.parts), repeats=out, _val=val)
 
