@@ -1586,7 +1586,9 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
                 curve.append(float(res.fun))
                 v, b = unpack(z)
                 check_divergence(v, "C (the problem is too badly scaled)")
-                chains[dst], last = (z, _copy_state(state), gtol), dst
+                if select is not None:  # a chain is only reloaded by a choice
+                    chains[dst] = (z, _copy_state(state), gtol)
+                last = dst
                 if select is not None and k == pick_level:
                     # a candidate, scored as it would be returned
                     s_held, score = select

@@ -732,10 +732,10 @@ class TSGSU(_SUBase):
             seed=seed)
         prior, loss_name, corr = self.prior_, self.loss, self.correction
         self.risk_curve_ = []
-        # each evaluation's partial risks (R+, R-): the corrected risk of a
-        # minibatch is biased upwards (delta of a noisy estimate), so the end
-        # of an SGD run is judged on their mean, corrected once
-        partials = []
+        # solver="sgd": each step's partial risks (R+, R-). The corrected risk
+        # of a minibatch is biased upwards (delta of a noisy estimate), so the
+        # end of the run is judged on their mean, corrected once
+        partials = [] if self.solver == "sgd" else None
 
         def loss(fs, idx, sizes, w):
             """Eq. (8) and its derivatives (Eq. 17 without ``lam f``): means
@@ -744,7 +744,8 @@ class TSGSU(_SUBase):
             fS, fU = fs[0][:, 0], fs[1][:, 0]
             value = su_risk(fS, fU, prior, loss_name, corr)
             self.risk_curve_.append(value)
-            partials.append(su_partial_risks(fS, fU, prior, loss_name))
+            if partials is not None:
+                partials.append(su_partial_risks(fS, fU, prior, loss_name))
             gS, gU = su_risk_gradient(fS, fU, prior, loss_name, corr)
             return value, [gS[:, None], gU[:, None]]
 
@@ -771,7 +772,7 @@ class TSGSU(_SUBase):
         with one_blas_thread():
             self._set_model_state(result.model, result.intercept)
         result.model.release()
-        if self.solver == "sgd":
+        if partials is not None:
             r_pos, r_neg = np.mean(partials[-sgd_tail(len(partials)):], axis=0)
             check_sgd_curve(self, result, end=correction(corr, r_pos)
                             + correction(corr, r_neg))
