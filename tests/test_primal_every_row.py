@@ -157,6 +157,64 @@ def test_chunked_gradient_matches_finite_differences(small_levels, monkeypatch,
         np.testing.assert_allclose(g2, g1, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("case", [
+    ("su", "none"), ("su", "abs"), ("su", "relu"), ("auc", None)])
+def test_objective_of_moments_equals_the_two_pass_one(small_levels, case):
+    """TSGSU's Eq. (8) with the squared loss and QSG-S2AUC's Eq. (8) as
+    losses of each set's (sum f, sum f^2) (``Problem.moments``: one fused
+    pass, only (D,) sums back per chunk) give the objective and gradient of
+    the two-pass loss on every row's outputs (from ``su_risk`` /
+    ``pnu_auc_risk``) to 1e-10 at every level, with a free bias (TSGSU) and
+    without one (QSG-S2AUC); the gradient passes finite differences."""
+    from weakkernels import qsg_s2auc, tsgsu
+
+    X, _, _ = _data(n=400)
+    spec = FeatureSpec("rbf", 0.2, 2, 1.0, X.shape[1], 8, 3, np.float64)
+    kind, corr = case
+    if kind == "su":
+        prior = 0.7
+        sets = [(X[:60], None), (X, np.arange(60, 400))]
+
+        def loss(fs, idx, sizes, w):
+            fS, fU = fs[0][:, 0], fs[1][:, 0]
+            gS, gU = tsgsu.su_risk_gradient(fS, fU, prior, "squared", corr)
+            return (tsgsu.su_risk(fS, fU, prior, "squared", corr),
+                    [gS[:, None], gU[:, None]])
+
+        def moments(t, ms, w):
+            return tsgsu.su_risk_of_moments(t, ms, prior, corr)
+
+        kw = dict(intercept="free")
+    else:
+        gamma = 0.3
+        sets = [(X, np.arange(0, 30)), (X, np.arange(30, 70)),
+                (X, np.arange(70, 400))]
+
+        def loss(fs, idx, sizes, w):
+            f = [x[:, 0] for x in fs]
+            grads = qsg_s2auc.pnu_auc_risk_grad(*f, gamma)
+            return (qsg_s2auc.pnu_auc_risk(*f, gamma),
+                    [g[:, None] for g in grads])
+
+        def moments(t, ms, w):
+            return qsg_s2auc.pnu_auc_risk_of_moments(t, ms, gamma)
+
+        kw = {}
+    two_pass = _stage_objectives(Problem(sets, 1, loss, **kw), spec)
+    one_pass = _stage_objectives(Problem(sets, 1, loss, moments=moments, **kw),
+                                 spec)
+    assert len(two_pass) == len(one_pass) == 2  # a 128-row level, then all
+    for (e1, v1, g1), (e2, v2, g2) in zip(two_pass, one_pass, strict=True):
+        assert max(e1, e2) < 3e-5  # forward differences, step 1e-6
+        assert v2 == pytest.approx(v1, rel=1e-10)
+        np.testing.assert_allclose(g2, g1, rtol=1e-10, atol=1e-12)
+
+
+def test_moments_loss_refuses_several_outputs():
+    with pytest.raises(ValueError, match="one output"):
+        Problem([(np.zeros((3, 2)), None)], 2, None, moments=lambda t, m, w: 0)
+
+
 def test_levels_are_nested_and_end_with_every_row(monkeypatch):
     monkeypatch.setattr(_dsg, "PRIMAL_START_ROWS", 100)
     levels = primal_levels([50, 1000, 30_000], seed=5)

@@ -55,6 +55,7 @@ from weakkernels._dsg import (
     chunk_backward,
     chunk_forward,
     fused_chunk,
+    fused_zeros,
     primal_chunk,
     release_mapped_rows,
 )
@@ -237,8 +238,9 @@ def _backward_task(shared, norm, block, sel, g32):
                 for c0, c1, P in _chunks(shared, norm, block, sel)]
 
 
-def _fused_task(shared, norm, block, sel, pointwise, v32, shift, s, m, w):
-    fn = RowLoss(pointwise, s, m, w)
+def _fused_task(shared, norm, block, sel, pointwise, v32, shift, s, m, w,
+                n_sums):
+    fn = RowLoss(pointwise, s, m, w, n_sums)
     v32, shift = _aligned(v32), _aligned(shift)
     rows = sel[1]
     parts = []
@@ -637,9 +639,9 @@ class DaskPrimalSet:
         with every evaluation."""
         loss = self.rows._loss_future(fn.pointwise)
         parts = [p for task in self._run(_fused_task, loss, v32, shift, fn.s,
-                                         fn.m, fn.w) for p in task]
+                                         fn.m, fn.w, fn.n_sums) for p in task]
         if not parts:  # an empty set adds nothing
-            return 0.0, np.zeros(v32.shape), np.zeros(v32.shape[1])
+            return fused_zeros(v32, fn)
         return add_in_order(parts)
 
     def mean(self) -> np.ndarray:

@@ -625,6 +625,15 @@ class Problem:
         ``m`` of its rows are drawn. The L-BFGS solver then evaluates the
         loss and its gradient chunk by chunk, with the features of a chunk
         generated once per evaluation instead of twice when they are streamed.
+    moments : callable ``moments(totals, ms, w) -> (value, coefs)`` or None
+        L-BFGS only, one output (``K = 1``): a loss that depends on the
+        outputs of each set only through their sums ``totals[s] = (sum f,
+        sum f^2)`` over its ``ms[s]`` rows (the square losses of paper 002's
+        Eq. 8 and paper 003's all-pairs Eq. 8); ``coefs[s] = (c1, c2)`` its
+        derivatives w.r.t. those two sums, so a row's derivative is ``c1 +
+        2 c2 f``. The solver then needs one pass over the rows per
+        evaluation (``psi^T f`` and the two sums, the features generated
+        once), and from rows held elsewhere only (D,) sums come back.
     uses : callable ``uses(w) -> list of bool`` or None
         Which sets the loss reads at annealing weight ``w`` (None: all). The
         L-BFGS solver skips the others' products (e.g. the unlabeled set while
@@ -659,7 +668,12 @@ class Problem:
 
     def __init__(self, sets, n_outputs, loss, *, lam=1.0, intercept="none",
                  balance=None, balance_set=1, balance_target=None, uses=None,
-                 pointwise=None, outputs_on=None, majorize=None, select=None):
+                 pointwise=None, outputs_on=None, majorize=None, select=None,
+                 moments=None):
+        if moments is not None and (int(n_outputs) != 1 or pointwise is not None):
+            raise ValueError("a loss of the outputs' moments has one output "
+                             "and no pointwise form")
+        self.moments = moments
         self.sets = sets
         self.select = select
         self.majorize = majorize
@@ -1141,17 +1155,32 @@ def fused_chunk(P, v32, shift, fn, rows):
     """One chunk of a row-separable loss: ``f = P v + shift``, ``(value, g) =
     fn(rows, f)``; returns ``(value, P^T g, sum g)`` in float64, the rows
     taken in blocks of :data:`FUSED_BLOCK_BYTES` (row-separable: the loss of
-    a block needs only its own outputs)."""
-    K, step = v32.shape[1], _block_rows(P)
-    value, back, gsum = 0.0, np.zeros((P.shape[1], K)), np.zeros(K)
+    a block needs only its own outputs). ``value`` is a float, or an array
+    of ``fn.n_sums`` sums (:func:`moment_terms`)."""
+    step = _block_rows(P)
+    value, back, gsum = fused_zeros(v32, fn)
     for r0 in range(0, P.shape[0], step):
         Pb = P[r0:r0 + step]
         f = chunk_forward(Pb, v32) + shift  # one block: one product
         val, g = fn(rows[r0:r0 + step], f)
-        value += float(val)
+        value = value + (float(val) if np.ndim(val) == 0
+                         else np.asarray(val, dtype=np.float64))
         back += chunk_backward(Pb, g)
         gsum += g.sum(axis=0)
     return value, back, gsum
+
+
+def fused_zeros(v32, fn):
+    """``(value, P^T g, sum g)`` of no rows for :func:`fused_chunk`."""
+    value = 0.0 if fn.n_sums is None else np.zeros(fn.n_sums)
+    return value, np.zeros(v32.shape), np.zeros(v32.shape[1])
+
+
+def moment_terms(s, f, rows, m, w):
+    """The ``pointwise`` form of a ``Problem.moments`` loss: the sums
+    ``(sum f, sum f^2)`` of a block's outputs ``f`` (r, 1), and ``g = f``, so
+    that the fused pass also returns ``psi^T f`` and ``sum f``."""
+    return np.array([f.sum(), float(np.sum(f * f))]), f
 
 
 def add_in_order(parts):
@@ -1165,12 +1194,14 @@ def add_in_order(parts):
 
 class RowLoss:
     """``fn(rows, f)`` of :meth:`_PrimalSet.fused`: set ``s``'s part of
-    ``problem.pointwise`` with ``m`` rows drawn at annealing weight ``w``. A
+    ``problem.pointwise`` (or :func:`moment_terms`, whose value is
+    ``n_sums`` sums) with ``m`` rows drawn at annealing weight ``w``. A
     class, not a lambda, so a point set whose chunks live elsewhere can ship
     the loss once and only ``(s, m, w)`` per evaluation."""
 
-    def __init__(self, pointwise, s: int, m: int, w: float):
+    def __init__(self, pointwise, s: int, m: int, w: float, n_sums=None):
         self.pointwise, self.s, self.m, self.w = pointwise, s, m, w
+        self.n_sums = n_sums
 
     def __call__(self, rows, f):
         return self.pointwise(self.s, f, rows, self.m, self.w)
@@ -1414,6 +1445,7 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
                             and rows >= PRIMAL_FOLD_MIN_ROWS)
         lspec = spec if fold else spec.row_whitened()
         cur.pop("mu", None)
+        cur.pop("psi_sums", None)
         cur.update(level=k, idx=idx, sets=[None] * len(sizes), rows=rows,
                    cache=rows * D * dtype.itemsize <= budget, spec=lspec,
                    white=Whitening(lspec))
@@ -1486,9 +1518,40 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
             grad = np.concatenate([grad, gsum])
         return value + 0.5 * lam * float(np.sum(v * v)), grad
 
+    def objective_moments(z, w):
+        """The objective of a loss of the outputs' moments, one fused pass
+        per set: its ``(sum f, sum f^2)``, ``psi^T f`` and ``sum f``; with
+        ``(c1, c2)`` from ``problem.moments`` the set's part of ``psi^T g``
+        is ``c1 sum psi + 2 c2 psi^T f`` (``sum psi`` once per level)."""
+        v, b = unpack(z)
+        white = cur["white"]
+        v32, shift = white.lift(v).astype(dtype), b - state["mu"] @ v
+        ms = [get(s).m for s in range(len(sizes))]
+        parts = [get(s).fused(v32, shift, RowLoss(moment_terms, s, ms[s], w, 2))
+                 if u else (np.zeros(2), np.zeros((D, 1)), np.zeros(1))
+                 for s, u in enumerate(used_sets(w))]
+        value, coefs = problem.moments([p[0] for p in parts], ms, w)
+        sums = cur.setdefault("psi_sums", {})
+        back, gsum = np.zeros((D, 1)), np.zeros(1)
+        for s, ((_, back_f, sum_f), (c1, c2)) in enumerate(
+                zip(parts, coefs, strict=True)):
+            if c1 != 0.0:
+                if s not in sums:
+                    sums[s] = get(s).mean()[:, None] * ms[s]
+                back += c1 * sums[s]
+            back += 2.0 * c2 * back_f
+            gsum += c1 * ms[s] + 2.0 * c2 * sum_f
+        gv = lam * v + white.lower(back) - np.outer(state["mu"], gsum)
+        grad = gv.ravel()
+        if state["free"]:
+            grad = np.concatenate([grad, gsum])
+        return value + 0.5 * lam * float(np.sum(v * v)), grad
+
     def objective(z, w):
         if problem.pointwise is not None:
             return objective_pointwise(z, w)
+        if problem.moments is not None:
+            return objective_moments(z, w)
         v, b = unpack(z)
         used = used_sets(w)
         idx = cur["idx"]

@@ -146,6 +146,41 @@ def pnu_auc_risk_grad(fP, fN, fU, gamma: float):
     return gP, gN, gU
 
 
+def pnu_auc_risk_of_moments(totals, ms, gamma: float):
+    """:func:`pnu_auc_risk` from the sums ``(sum f, sum f^2)`` of the scores
+    of P, N and U (``ms`` rows each), and its derivatives w.r.t. those sums
+    (``Problem.moments``; the chain rule gives :func:`pnu_auc_risk_grad`).
+    The all-pairs means of the square loss depend on the scores only through
+    these moments, so the L-BFGS solver reads every row once per evaluation
+    and no score leaves its chunk.
+
+    With ``mu`` a set's mean and ``S2`` its sum of squares, the pair mean of
+    ``(a, b)`` is ``r^2 + S2_a / n_a - mu_a^2 + S2_b / n_b - mu_b^2``, ``r = 1
+    - mu_a + mu_b``."""
+    mu = [t[0] / n for t, n in zip(totals, ms, strict=True)]
+    d_mu, d_s2 = np.zeros(3), np.zeros(3)
+    value = -0.5 * (1.0 - gamma)
+
+    def pair(i, j, weight):
+        """Add ``weight`` times the pair mean of sets ``(i, j)`` (``i``
+        ranked above ``j``)."""
+        nonlocal value
+        r = 1.0 - mu[i] + mu[j]
+        var_i = totals[i][1] / ms[i] - mu[i] ** 2
+        var_j = totals[j][1] / ms[j] - mu[j] ** 2
+        value += weight * (r * r + var_i + var_j)
+        d_mu[i] += weight * (-2.0 * r - 2.0 * mu[i])
+        d_mu[j] += weight * (2.0 * r - 2.0 * mu[j])
+        d_s2[i] += weight / ms[i]
+        d_s2[j] += weight / ms[j]
+
+    P, N, U = 0, 1, 2
+    pair(P, N, gamma)
+    pair(P, U, 1.0 - gamma)
+    pair(U, N, 1.0 - gamma)
+    return value, [np.array([d_mu[k] / ms[k], d_s2[k]]) for k in range(3)]
+
+
 def step_theta(eta0: float, t: int, t0: float = 0.0) -> float:
     """Step size ``eta_t = theta / (t + t0)``, ``t`` from 1.
 
@@ -544,6 +579,9 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         # The pairwise loss sees only differences of scores: no intercept.
         problem = Problem(
             [(X, idx_p), (X, idx_n), (X, idx_u)], 1, loss, lam=float(self.lam),
+            # L-BFGS: one pass over the rows per evaluation
+            moments=None if sgd else (
+                lambda totals, ms, w: pnu_auc_risk_of_moments(totals, ms, gamma)),
         )
         monitor = callback_monitor(
             self, lambda model, b: self._set_model_state(model, XU_thr)

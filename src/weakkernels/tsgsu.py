@@ -191,15 +191,39 @@ def su_partial_risks(fS, fU, prior: float, loss: str) -> tuple[float, float]:
     paper 002 Eq. 7 split as in Lu et al. Eq. 9). ``fS`` are the values of ``f``
     at the pair points (both points of every pair, Eq. 6), ``fU`` at the
     unlabeled points."""
+    return _partials_from_means(
+        (su_loss(loss, fS, 1.0).mean(), su_loss(loss, fS, -1.0).mean()),
+        (su_loss(loss, fU, 1.0).mean(), su_loss(loss, fU, -1.0).mean()), prior)
+
+
+def _partials_from_means(mS, mU, prior: float) -> tuple[float, float]:
+    """``(R+, R-)`` from the mean losses ``(E[l(f, +1)], E[l(f, -1)])`` over
+    the pair points ``mS`` and the unlabeled points ``mU``."""
     pi_S, a = class_prior_terms(prior)
-    pi_m = 1.0 - prior
-    r_pos = a * (
-        pi_S * su_loss(loss, fS, 1.0).mean() - pi_m * su_loss(loss, fU, 1.0).mean()
-    )
-    r_neg = a * (
-        prior * su_loss(loss, fU, -1.0).mean() - pi_S * su_loss(loss, fS, -1.0).mean()
-    )
+    r_pos = a * (pi_S * mS[0] - (1.0 - prior) * mU[0])
+    r_neg = a * (prior * mU[1] - pi_S * mS[1])
     return float(r_pos), float(r_neg)
+
+
+def su_risk_of_moments(totals, ms, prior: float, correction_name: str):
+    """Eq. (8) with the squared loss from each set's ``(sum f, sum f^2)``
+    over the pair points (``totals[0]``, ``ms[0]`` rows) and the unlabeled
+    points, and its derivatives w.r.t. those sums (``Problem.moments``; the
+    chain rule gives :func:`su_risk_gradient`). ``l(z, +-1) = (z -+ 1)^2 / 4``
+    sums to ``(S2 -+ 2 S1 + m) / 4``."""
+    pi_S, a = class_prior_terms(prior)
+    means = [((t[1] - 2.0 * t[0] + m) / (4.0 * m), (t[1] + 2.0 * t[0] + m) / (4.0 * m))
+             for t, m in zip(totals, ms, strict=True)]
+    r_pos, r_neg = _partials_from_means(means[0], means[1], prior)
+    d_pos = correction_grad(correction_name, r_pos)
+    d_neg = correction_grad(correction_name, r_neg)
+    value = correction(correction_name, r_pos) + correction(correction_name, r_neg)
+    # d value / d (mean l(f, +1), mean l(f, -1)) on each set
+    d_means = [(a * pi_S * d_pos, -a * pi_S * d_neg),
+               (-a * (1.0 - prior) * d_pos, a * prior * d_neg)]
+    coefs = [((dn - dp) / (2.0 * m), (dp + dn) / (4.0 * m))
+             for (dp, dn), m in zip(d_means, ms, strict=True)]
+    return value, coefs
 
 
 def su_risk(fS, fU, prior: float, loss: str, correction_name: str = "abs") -> float:
@@ -749,9 +773,17 @@ class TSGSU(_SUBase):
             gS, gU = su_risk_gradient(fS, fU, prior, loss_name, corr)
             return value, [gS[:, None], gU[:, None]]
 
+        def moments(totals, ms, w):
+            """:func:`loss` of the squared loss from the outputs' moments."""
+            value, coefs = su_risk_of_moments(totals, ms, prior, corr)
+            self.risk_curve_.append(value)
+            return value, coefs
+
         problem = Problem(
             [(XS, None), (XU, None)], 1, loss, lam=lam,
             intercept="free" if self.fit_intercept else "none",
+            # L-BFGS, squared loss: one pass over the rows per evaluation
+            moments=moments if not sgd and loss_name == "squared" else None,
         )
         def expose(model, b):
             self._set_model_state(model, b)
