@@ -13,17 +13,21 @@ as many negatives: positive class prior 0.7.
 * **QSGS2AUC**: ``--labels`` labeled rows and ``n`` unlabeled ones; test AUC on
   ``--n-test`` other rows.
 
-Estimator defaults otherwise (``solver="lbfgs"``, ``features="auto"``) but
-``sigma`` (``--sigma``, default ``"scale"``: the estimators' 1.0 puts
-standardised 28-d rows at chance), inputs standardised on the training rows. Each (method, n) fits in a fresh child
-process: ``fit_cpu_s`` is its ``time.process_time`` around ``fit`` (one thread:
-run with ``NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1``), ``peak_rss_mb`` its
+Estimator defaults otherwise (``solver="lbfgs"``, ``features="auto"``), with
+``sigma`` passed (``--sigma``, default ``"scale"``: the estimators' default
+now; revisions up to 2bb1783 defaulted to 1.0, which puts these standardised
+28-d rows at chance), inputs standardised on the training rows. ``--stream`` makes every
+level of the solver stream its features (``_dsg.primal_cache_bytes`` = 0, as
+a level too large to hold does), so that each evaluation's passes over the
+rows dominate the fit. Each (method, n) fits in a fresh child process:
+``fit_cpu_s`` is its ``time.process_time`` around ``fit`` (one thread: run
+with ``NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1``), ``peak_rss_mb`` its
 ``VmHWM``; a small warm-up fit compiles the numba kernels first. Results are
-appended to ``--out`` (JSON lines) with the revision of the code that ran, so
+appended to the JSON list ``--out`` with the revision of the code that ran, so
 two revisions run one after the other can be paired::
 
     python benchmarks/su_auc_scale.py --rows 100000,1000000 --methods tsgsu,qsgs2auc \\
-        --out benchmarks/results/su_auc_scale.jsonl
+        --out benchmarks/results/su_auc_scale.json
 """
 
 from __future__ import annotations
@@ -46,7 +50,9 @@ def pool(n_rows: int, seed: int = 0):
     """``(X, y)`` of the prior-0.7 pool with at least ``n_rows`` rows."""
     from weakkernels.pipeline.synthetic import SYNTHETIC, synthetic_rows
 
-    X, y = synthetic_rows(SYNTHETIC["synthetic_hepmass"], 0, int(n_rows * 1.5) + 50_000)
+    # the pool keeps ~10/14 of the rows (all positives, 3/7 as many negatives)
+    n_gen = int(n_rows * 1.45) + 50_000
+    X, y = synthetic_rows(SYNTHETIC["synthetic_hepmass"], 0, n_gen)
     pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
     keep = np.sort(np.concatenate([pos, neg[: int(pos.size * 3 / 7)]]))
     rng = np.random.default_rng(seed)
@@ -63,10 +69,11 @@ def standardise(X_fit, *others):
 def run_one(method: str, n: int, args) -> dict:
     from sklearn.metrics import roc_auc_score
 
-    from weakkernels import QSGS2AUC, TSGSU
+    from weakkernels import QSGS2AUC, TSGSU, _dsg
     from weakkernels.pipeline.splits import fit_arrays, resolve, su_split
 
-    X, y = pool(n + args.n_test + 2 * args.pairs + args.labels)
+    # su_split also draws ceil(n / 3) test rows of its own (unused here)
+    X, y = pool(n + -(-n // 3) + args.n_test + 2 * args.pairs + args.labels)
     if method == "tsgsu":
         split = resolve(su_split(y, positive=1, n_pairs=args.pairs, n_unlabeled=[n],
                                  n_val=0, seed=0), n)
@@ -89,6 +96,8 @@ def run_one(method: str, n: int, args) -> dict:
         make = lambda: QSGS2AUC(sigma=args.sigma, random_state=0)  # noqa: E731
         score = lambda est: float(roc_auc_score(yt, est.decision_function(Xt)))  # noqa: E731
         metric = "test_auc"
+    if args.stream:
+        _dsg.primal_cache_bytes = lambda: 0
     # warm-up: compile the kernels outside the timed fit
     warm = np.r_[np.arange(400), np.arange(X_fit.shape[0] - 2000, X_fit.shape[0])]
     make().fit(X_fit[warm], y_fit[warm])
@@ -97,6 +106,7 @@ def run_one(method: str, n: int, args) -> dict:
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     return {
         "method": method, "n_unlabeled": n, "sigma": args.sigma,
+        "streamed": bool(args.stream),
         "sigma_": float(est.sigma_), "rev": revision(), "fit_cpu_s": cpu,
         "fit_wall_s": wall, metric: score(est), "n_iter": int(est.n_iter_),
         "objective": float(est.objective_curve_[-1]),
@@ -115,6 +125,7 @@ def main(argv=None):
     ap.add_argument("--n-test", type=int, default=100_000)
     ap.add_argument("--sigma", default="scale",
                     type=lambda v: v if v == "scale" else float(v))
+    ap.add_argument("--stream", action="store_true")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--one", nargs=2, metavar=("METHOD", "N"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -127,12 +138,12 @@ def main(argv=None):
                 [sys.executable, __file__, "--one", method, str(n),
                  "--pairs", str(args.pairs), "--labels", str(args.labels),
                  "--n-test", str(args.n_test), "--sigma", str(args.sigma),
-                 "--out", str(args.out)],
+                 "--out", str(args.out)] + ["--stream"] * args.stream,
                 check=True, capture_output=True, text=True).stdout
             row = json.loads(out.strip().splitlines()[-1])
             print(row, flush=True)
-            with args.out.open("a") as fh:
-                fh.write(json.dumps(row) + "\n")
+            rows = json.loads(args.out.read_text()) if args.out.exists() else []
+            args.out.write_text(json.dumps(rows + [row], indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -212,6 +212,35 @@ def test_point_set_products_are_the_in_memory_ones(client, monkeypatch):
             np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("name", ["TSGSU", "QSGS2AUC"])
+def test_moment_losses_bring_only_sums_to_the_client(client, streamed,
+                                                     monkeypatch, name):
+    """TSGSU (squared loss) and QSG-S2AUC evaluate their losses from each
+    set's output moments (``Problem.moments``): on Dask workers every
+    evaluation is one fused pass returning (D,) sums, never the outputs of
+    the rows (``forward``) nor a per-row gradient sent back (``backward``),
+    whose size grows with n."""
+    from weakkernels._dask import DaskPrimalSet
+
+    calls = {"fused": 0}
+    fused = DaskPrimalSet.fused
+
+    def counted(self, *args):
+        calls["fused"] += 1
+        return fused(self, *args)
+
+    def refuse(self, *args):
+        raise AssertionError("n-sized outputs brought to the client")
+
+    monkeypatch.setattr(DaskPrimalSet, "fused", counted)
+    monkeypatch.setattr(DaskPrimalSet, "forward", refuse)
+    monkeypatch.setattr(DaskPrimalSet, "backward", refuse)
+    make, data = ESTIMATORS[name]
+    X, y = data()
+    make().fit(*_dask(X, y, False))
+    assert calls["fused"] > 0
+
+
 def test_dask_fit_does_not_depend_on_the_workers(client, streamed):
     """Partials are added in chunk order: one worker or two, the same bits."""
     X, y = _semi(seed=3)

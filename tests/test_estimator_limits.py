@@ -109,7 +109,7 @@ def test_a_corrected_su_risk_is_judged_on_its_mean_partial_risks():
     X = np.r_[S, Xc[rng.choice(8000, 2000)]]
     y = np.r_[np.ones(len(S), int), -np.ones(2000, int)]
     est = TSGSU(solver="sgd", prior=prior, correction="abs", batch_size=32,
-                max_iter=3000, random_state=0)
+                max_iter=3000, sigma=1.0, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         est.fit(X, y)

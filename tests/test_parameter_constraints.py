@@ -45,12 +45,13 @@ def test_shared_constraint_names_the_parameter(cls, data, param):
         cls(**{param: BAD[param]}).fit(X, y)
 
 
-@pytest.mark.parametrize("cls", [wk.TSGS3VM, wk.TSGSU, wk.QSGS2AUC])
-def test_random_feature_estimators_accept_scale(cls):
+@pytest.mark.parametrize("cls", [wk.TSGS3VM, wk.TSGSU, wk.QSGS2AUC, SUSL, CUU,
+                                 PNUAUC, SupervisedKernelAUC, ExactS2AUC])
+def test_estimators_resolving_the_width_accept_scale(cls):
     cls(sigma="scale")._validate_params()
 
 
-@pytest.mark.parametrize("cls", [wk.RandomFeatures, SUSL, CUU, PNUAUC, wk.CCCPTSVM])
+@pytest.mark.parametrize("cls", [wk.RandomFeatures, wk.CCCPTSVM])
 def test_fixed_width_estimators_refuse_scale(cls):
     with pytest.raises(InvalidParameterError, match="'sigma' parameter"):
         cls(sigma="scale")._validate_params()

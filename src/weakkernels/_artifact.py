@@ -79,6 +79,21 @@ class ModelFormatError(ValueError):
     """Raised when a model file is truncated, corrupt, or of an unknown version."""
 
 
+def stored_sigma(meta, sigma) -> float:
+    """``sigma_`` of a kernel baseline's model file: the stored width, or --
+    in files written before it was stored, when ``sigma`` could only be a
+    number -- the ``sigma`` parameter."""
+    value = meta.get("sigma", sigma)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+        math.isfinite(value) and value > 0
+    ):
+        raise ModelFormatError(
+            f"model file: kernel width sigma={value!r} (stored sigma_ missing "
+            "or not a finite number > 0)"
+        )
+    return float(value)
+
+
 def register(cls: type) -> type:
     """Class decorator: make ``cls`` loadable by :func:`load` under its name.
 

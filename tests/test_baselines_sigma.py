@@ -1,0 +1,114 @@
+"""Kernel width of the papers' baselines (SUSL, CUU, PNU-AUC, the exact
+S2AUC, supervised kernel AUC): ``sigma="scale"`` by default, resolved at fit
+time to ``sigma_ = 1 / (d Var X)`` over every row given to ``fit``
+(:func:`weakkernels._dsg.resolve_sigma`, as TSGSU and QSGS2AUC), used in every
+kernel evaluation and stored in the model file; files that hold no ``sigma_``
+(their ``sigma`` parameter is then a number) load and predict as before."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from tests._reliability import semi_data, su_data
+
+import weakkernels as wk
+from weakkernels._artifact import dumps, loads
+from weakkernels._dsg import resolve_sigma
+from weakkernels.baselines.auc import PNUAUC, ExactS2AUC, SupervisedKernelAUC
+from weakkernels.baselines.su import CUU, SUSL
+
+# name -> (class, its small settings, data)
+BASELINES = {
+    "SUSL": (SUSL, {"n_centers": 30, "random_state": 0}, su_data),
+    "CUU": (CUU, {"n_centers": 30, "max_iter": 10, "batch_size": 20,
+                  "random_state": 0}, su_data),
+    "PNUAUC": (PNUAUC, {"prior": 0.5}, semi_data),
+    "ExactS2AUC": (ExactS2AUC, {"prior": 0.5}, semi_data),
+    "SupervisedKernelAUC": (SupervisedKernelAUC, {"prior": 0.5}, semi_data),
+}
+NAMES = sorted(BASELINES)
+
+
+def _fit(name, **params):
+    cls, kw, data = BASELINES[name]
+    X, y = data()
+    return cls(**{**kw, **params}).fit(X, y), X
+
+
+def _rewrite(est, tmp_path, edit):
+    """``est``'s model file with its ``meta.json`` edited by ``edit(meta)``."""
+    meta, arrays = loads(est.to_bytes())
+    edit(meta)
+    path = tmp_path / "model.wkm"
+    path.write_bytes(dumps(meta, arrays))
+    return path
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_default_sigma_is_scale_over_every_fitted_row(name):
+    cls = BASELINES[name][0]
+    assert cls().sigma == "scale"
+    est, X = _fit(name)
+    assert est.sigma_ == resolve_sigma("scale", X)
+    # all rows, labeled (or paired) and unlabeled alike
+    assert est.sigma_ == pytest.approx(1.0 / (X.shape[1] * X.var()), rel=1e-12)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_scale_is_the_resolved_number(name):
+    est, X = _fit(name)
+    same = _fit(name, sigma=est.sigma_)[0]
+    assert same.sigma_ == est.sigma_
+    np.testing.assert_array_equal(est.decision_function(X),
+                                  same.decision_function(X))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_fixed_sigma_is_used_as_given(name):
+    est, X = _fit(name, sigma=0.3)
+    assert est.sigma_ == 0.3
+    assert not np.array_equal(est.decision_function(X),
+                              _fit(name)[0].decision_function(X))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_save_load_predicts_the_same(name, tmp_path):
+    est, X = _fit(name)
+    est.save(tmp_path / "model.wkm")
+    same = wk.load(tmp_path / "model.wkm")
+    assert same.sigma == "scale"
+    assert same.sigma_ == est.sigma_
+    np.testing.assert_array_equal(same.predict(X), est.predict(X))
+    np.testing.assert_array_equal(same.decision_function(X),
+                                  est.decision_function(X))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_file_without_stored_sigma_uses_its_sigma_param(name, tmp_path):
+    """Files written before ``sigma_`` was stored had a numeric ``sigma``
+    (1.0 by default): that number is the width they predict with."""
+    est, X = _fit(name, sigma=1.0)
+
+    def old(meta):
+        del meta["state"]["sigma"]
+
+    same = wk.load(_rewrite(est, tmp_path, old))
+    assert same.sigma_ == 1.0
+    np.testing.assert_array_equal(same.decision_function(X),
+                                  est.decision_function(X))
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("stored", [None, -1.0, float("inf"), "scale", True])
+def test_file_with_no_usable_width_is_refused(name, stored, tmp_path):
+    est, _ = _fit(name)
+
+    def bad(meta):
+        if stored is None:  # "scale" and no resolved width: nothing to use
+            del meta["state"]["sigma"]
+        else:
+            meta["state"]["sigma"] = stored
+
+    path = _rewrite(est, tmp_path, bad)
+    with pytest.raises(wk.ModelFormatError, match="sigma"):
+        wk.load(path)
