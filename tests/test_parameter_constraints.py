@@ -46,12 +46,14 @@ def test_shared_constraint_names_the_parameter(cls, data, param):
 
 
 @pytest.mark.parametrize("cls", [wk.TSGS3VM, wk.TSGSU, wk.QSGS2AUC, SUSL, CUU,
-                                 PNUAUC, SupervisedKernelAUC, ExactS2AUC])
+                                 PNUAUC, SupervisedKernelAUC, ExactS2AUC,
+                                 wk.CCCPTSVM, wk.RampSVM])
 def test_estimators_resolving_the_width_accept_scale(cls):
     cls(sigma="scale")._validate_params()
+    assert cls().sigma == "scale"  # and default to it
 
 
-@pytest.mark.parametrize("cls", [wk.RandomFeatures, wk.CCCPTSVM])
+@pytest.mark.parametrize("cls", [wk.RandomFeatures])
 def test_fixed_width_estimators_refuse_scale(cls):
     with pytest.raises(InvalidParameterError, match="'sigma' parameter"):
         cls(sigma="scale")._validate_params()

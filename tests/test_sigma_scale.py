@@ -1,5 +1,6 @@
-"""Kernel width of the papers' baselines (SUSL, CUU, PNU-AUC, the exact
-S2AUC, supervised kernel AUC): ``sigma="scale"`` by default, resolved at fit
+"""Kernel width of the exact-kernel estimators (CCCP-TSVM, the Ramp SVM)
+and the papers' baselines (SUSL, CUU, PNU-AUC, the exact S2AUC, supervised
+kernel AUC): ``sigma="scale"`` by default, resolved at fit
 time to ``sigma_ = 1 / (d Var X)`` over every row given to ``fit``
 (:func:`weakkernels._dsg.resolve_sigma`, as TSGSU and QSGS2AUC), used in every
 kernel evaluation and stored in the model file; files that hold no ``sigma_``
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests._reliability import semi_data, su_data
+from tests._reliability import semi_data, su_data, sup_data
 
 import weakkernels as wk
 from weakkernels._artifact import dumps, loads
@@ -25,6 +26,8 @@ BASELINES = {
     "PNUAUC": (PNUAUC, {"prior": 0.5}, semi_data),
     "ExactS2AUC": (ExactS2AUC, {"prior": 0.5}, semi_data),
     "SupervisedKernelAUC": (SupervisedKernelAUC, {"prior": 0.5}, semi_data),
+    "CCCPTSVM": (wk.CCCPTSVM, {}, semi_data),
+    "RampSVM": (wk.RampSVM, {}, sup_data),
 }
 NAMES = sorted(BASELINES)
 
