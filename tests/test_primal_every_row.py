@@ -13,6 +13,7 @@ import scipy.sparse as sp
 
 from weakkernels import FRS3VM, TSGS3VM, TSGSU, _dsg
 from weakkernels._dsg import Problem, _PrimalSet, primal_features, primal_levels
+from weakkernels._dsg import moment_terms as _moment_terms
 from weakkernels.random_features import FeatureSpec, NystromSpec
 
 
@@ -159,14 +160,21 @@ def test_chunked_gradient_matches_finite_differences(small_levels, monkeypatch,
 
 @pytest.mark.parametrize("case", [
     ("su", "none"), ("su", "abs"), ("su", "relu"), ("auc", None)])
-def test_objective_of_moments_equals_the_two_pass_one(small_levels, case):
+def test_objective_of_moments_equals_the_two_pass_one(small_levels, monkeypatch,
+                                                      case):
     """TSGSU's Eq. (8) with the squared loss and QSG-S2AUC's Eq. (8) as
     losses of each set's (sum f, sum f^2) (``Problem.moments``: one fused
     pass, only (D,) sums back per chunk) give the objective and gradient of
     the two-pass loss on every row's outputs (from ``su_risk`` /
     ``pnu_auc_risk``) to 1e-10 at every level, with a free bias (TSGSU) and
-    without one (QSG-S2AUC); the gradient passes finite differences."""
+    without one (QSG-S2AUC); the gradient passes finite differences. The
+    features are streamed: the solver uses the moment form only then."""
     from weakkernels import qsg_s2auc, tsgsu
+
+    calls = []
+    monkeypatch.setattr(_dsg, "primal_cache_bytes", lambda: 0)
+    monkeypatch.setattr(_dsg, "moment_terms", lambda *a: calls.append(1)
+                        or _moment_terms(*a))
 
     X, _, _ = _data(n=400)
     spec = FeatureSpec("rbf", 0.2, 2, 1.0, X.shape[1], 8, 3, np.float64)
@@ -204,10 +212,27 @@ def test_objective_of_moments_equals_the_two_pass_one(small_levels, case):
     one_pass = _stage_objectives(Problem(sets, 1, loss, moments=moments, **kw),
                                  spec)
     assert len(two_pass) == len(one_pass) == 2  # a 128-row level, then all
+    assert calls  # the moment form ran
     for (e1, v1, g1), (e2, v2, g2) in zip(two_pass, one_pass, strict=True):
         assert max(e1, e2) < 3e-5  # forward differences, step 1e-6
         assert v2 == pytest.approx(v1, rel=1e-10)
         np.testing.assert_allclose(g2, g1, rtol=1e-10, atol=1e-12)
+
+
+def test_held_features_use_the_two_pass_loss(small_levels, monkeypatch):
+    """Over held features the moment form would be slower than the two
+    products: the solver calls ``loss`` there, never ``moments``."""
+    X, _, _ = _data(n=300)
+    spec = FeatureSpec("rbf", 0.2, 2, 1.0, X.shape[1], 8, 3, np.float64)
+
+    def loss(fs, idx, sizes, w):
+        f = fs[0]
+        return float(np.sum(f * f)), [2.0 * f]
+
+    def moments(t, ms, w):
+        raise AssertionError("moment form on held features")
+
+    _stage_objectives(Problem([(X, None)], 1, loss, moments=moments), spec)
 
 
 def test_moments_loss_refuses_several_outputs():
