@@ -20,7 +20,7 @@ The published run (``benchmarks/results/sigma_default.csv``) was made at
 cbe66c3, where the baselines (SUSL, CUU, PNUAUC, ExactS2AUC,
 SupervisedKernelAUC) refused the string, so their "scale" rows passed
 ``weakkernels._dsg.resolve_sigma("scale", X_fit)`` -- the number the string
-resolves to (``tests/test_baselines_sigma.py``: the same bits)::
+resolves to (``tests/test_sigma_scale.py``: the same bits)::
 
     python benchmarks/sigma_default.py --part su --datasets cod-rna ijcnn1 skin_nonskin
     python benchmarks/sigma_default.py --part auc --datasets cod-rna ijcnn1 skin

@@ -115,3 +115,21 @@ def test_file_with_no_usable_width_is_refused(name, stored, tmp_path):
     path = _rewrite(est, tmp_path, bad)
     with pytest.raises(wk.ModelFormatError, match="sigma"):
         wk.load(path)
+
+
+def test_scale_refuses_a_variance_that_overflows():
+    """Entries near 1e153 pass the magnitude check but their squares sum to
+    inf: sigma_ would be 0 (a constant kernel, and a model file that refuses
+    to load), so fit says why instead."""
+    X = np.random.default_rng(0).normal(size=(400, 2)) * 1e153
+    with pytest.raises(ValueError, match="overflows"):
+        resolve_sigma("scale", X)
+
+
+@pytest.mark.parametrize("cls", [wk.TSGSU, wk.QSGS2AUC, wk.TSGS3VM])
+def test_random_feature_models_reload_their_sigma(cls, tmp_path):
+    X, y = (su_data if cls is wk.TSGSU else semi_data)()
+    kw = {"prior": 0.7} if cls is wk.TSGSU else {}
+    est = cls(random_state=0, max_iter=5, **kw).fit(X, y)
+    est.save(tmp_path / "model.wkm")
+    assert wk.load(tmp_path / "model.wkm").sigma_ == est.sigma_

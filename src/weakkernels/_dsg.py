@@ -192,6 +192,7 @@ def set_expansion_state(est, meta: dict, arrays: dict) -> None:
         est.spec_ = spec_from_state(meta["spec"], arrays)
     except (KeyError, ValueError, np.linalg.LinAlgError) as exc:
         raise ModelFormatError(f"model file: feature spec: {exc}") from exc
+    est.sigma_ = float(est.spec_.sigma)  # the width the spec was drawn for
     est.n_blocks_ = int(meta["n_blocks"])
     est.n_iter_ = int(meta["n_iter"])
     est.coef_ = arrays["coef"]
@@ -583,6 +584,12 @@ def resolve_sigma(sigma, X) -> float:
             total_sq += q
     count = float(n * d)
     var = max(total_sq / count - (total / count) ** 2, 0.0)
+    if not np.isfinite(var):
+        # sigma_ would be 0: a constant kernel, and a model file that
+        # refuses to load; say so at fit time instead
+        raise ValueError(
+            'sigma="scale": the variance of X overflows float64 (entries '
+            "near 1e150 or above); rescale the features or pass a number.")
     return 1.0 / (d * var) if var > 0 else 1.0
 
 
@@ -672,9 +679,10 @@ class Problem:
                  balance=None, balance_set=1, balance_target=None, uses=None,
                  pointwise=None, outputs_on=None, majorize=None, select=None,
                  moments=None):
-        if moments is not None and (int(n_outputs) != 1 or pointwise is not None):
-            raise ValueError("a loss of the outputs' moments has one output "
-                             "and no pointwise form")
+        if moments is not None and (int(n_outputs) != 1 or pointwise is not None
+                                    or uses is not None):
+            raise ValueError("a loss of the outputs' moments has one output, "
+                             "reads every set and has no pointwise form")
         self.moments = moments
         self.sets = sets
         self.select = select
@@ -1554,8 +1562,9 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
             return objective_pointwise(z, w)
         if problem.moments is not None and not cur["cache"]:
             # streamed features: one pass instead of two. Over held ones the
-            # two products are faster than the fused blocks of K = 1 (TSGSU,
-            # 10^5 rows: 37.6 against 41.1 s CPU per fit, side by side)
+            # fused blocks of K = 1 are no faster than the two products
+            # (whole fits at 10^5 rows 0.96-1.46x; BENCHMARKS.md, "one pass
+            # over the rows per evaluation"): held levels keep their bits
             return objective_moments(z, w)
         v, b = unpack(z)
         used = used_sets(w)

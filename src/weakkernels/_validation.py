@@ -308,6 +308,8 @@ _KERNEL_PARAMS = ("kernel", "sigma", "degree", "coef0", "dtype")
 
 def _kernel_description(estimator) -> str:
     params = estimator.get_params(deep=False)
+    if "sigma" in params and hasattr(estimator, "sigma_"):
+        params["sigma"] = estimator.sigma_  # the width used ("scale" resolved)
     shown = [f"{k}={params[k]!r}" for k in _KERNEL_PARAMS if k in params]
     return ", ".join(shown) if shown else "the estimator's parameters"
 

@@ -778,10 +778,10 @@ class CCCPTSVM(_CCCPBase):
         ``sigma_``. The default was the fixed 1.0, which put scaled inputs
         of many features at chance; measured at the other defaults (test
         error, 1.0 -> "scale"): g50c (10 official splits) 50.3 -> 6.2 %,
-        SSL-book g241c / g241n (splits 0-5) 50.2 -> 18.6 % / 50.4 -> 34.7 %,
+        SSL-book g241c / g241n (splits 0-5) 50.2 -> 18.6 % / 50.3 -> 34.7 %,
         standardised 28-d synthetic rows (200 labels, 3 000 unlabeled,
-        seeds 0-2) 30.5 -> 19.3 %; min-max scaled cod-rna / ijcnn1 (paper
-        000 protocol, 200 labels, seeds 0-2) 11.8 -> 10.8 % / 15.3 -> 15.9 %
+        seeds 0-2) 30.5 -> 19.3 %; min-max scaled cod-rna / ijcnn1 (200
+        labels, 2 000 unlabeled, seeds 0-2) 11.8 -> 10.8 % / 15.3 -> 15.9 %
         (the one loss; both are worse than the majority class there).
     degree : int, default=3
     coef0 : float, default=1.0

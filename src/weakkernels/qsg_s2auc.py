@@ -364,14 +364,14 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         Kernel width, ``exp(-sigma ||x - x'||^2)`` (paper 003 Sec. 6.1);
         ``"scale"`` is ``1 / (d Var X)`` over the training rows, as
         ``SVC(gamma="scale")`` and the pipeline's rule. The value used is
-        ``sigma_``. The default was the fixed 1.0, which put standardised
-        inputs at chance; measured, seeds 0-2, test AUC 1.0 -> "scale":
+        ``sigma_``. The default was the fixed 1.0, at chance on standardised
+        28-d synthetic rows; measured, seeds 0-2, test AUC 1.0 -> "scale":
         paper 003 protocol (``benchmarks/qsg_protocol.py``, min-max scaled,
         200 labels, n_u = 4800) cod-rna 0.962 -> 0.941 (the one loss:
         "scale" is 2.24 there), ijcnn1 0.795 -> 0.833, skin 0.9964 ->
         0.9972; 28-d standardised synthetic rows
         (``benchmarks/su_auc_scale.py``'s pool, 2000 labels, 20000
-        unlabeled) 0.497 -> 0.793 (``SVC()`` on the labels 0.930).
+        unlabeled) 0.497 -> 0.793 (``SVC()`` on the labels 0.929).
     degree, coef0 : polynomial kernel ``(sigma <x, x'> + coef0) ** degree``.
     solver : {"lbfgs", "sgd"}, default="lbfgs"
         See above.

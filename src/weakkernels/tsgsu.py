@@ -541,11 +541,11 @@ class TSGSU(_SUBase):
         ``exp(-sigma ||x - x'||^2)`` for RBF (scikit-learn's ``gamma``);
         ``"scale"`` is ``1 / (d Var X)`` over the training rows, as
         ``SVC(gamma="scale")`` and the pipeline's rule. The value used is
-        ``sigma_``. The default was the fixed 1.0, which put standardised
-        inputs at chance; measured with the true prior, seeds 0-2 (paper
+        ``sigma_``. The default was the fixed 1.0, at chance on standardised
+        28-d synthetic rows; measured with the true prior, seeds 0-2 (paper
         002 protocol of ``benchmarks/tsgsu_protocol.py``, standardised: 5000
         pairs, 10000 unlabeled), test error 1.0 -> "scale": cod-rna 21.7 ->
-        9.5 %, ijcnn1 27.1 -> 7.2 %, skin 0.89 -> 1.45 % (the one loss);
+        9.4 %, ijcnn1 27.1 -> 7.2 %, skin 0.89 -> 1.45 % (the one loss);
         28-d synthetic rows (``benchmarks/su_auc_scale.py``'s pool, 5000
         pairs, 20000 unlabeled) 50.3 -> 21.2 %.
     degree, coef0 : polynomial kernel ``(sigma <x, x'> + coef0) ** degree``.

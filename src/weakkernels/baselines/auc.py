@@ -245,12 +245,12 @@ class PNUAUC(_ExactAUCBase):
         Kernel width, ``exp(-sigma ||x - x'||^2)`` (scikit-learn's ``gamma``);
         ``"scale"`` is ``1 / (d Var X)`` over every row given to ``fit``,
         labeled and unlabeled, as ``SVC(gamma="scale")``. The value used is
-        ``sigma_``. The default was the fixed 1.0, which put every SU/AUC
-        estimator at chance on standardised inputs (e.g. 28-d synthetic rows:
-        SUSL(n_centers=2000) 51.0 -> 16.7 % test error, see
-        :class:`weakkernels.baselines.su.SUSL`); on min-max scaled
-        low-dimensional sets "scale" can lose a little (cod-rna, paper 003
-        protocol: PNUAUC test AUC 0.962 -> 0.947).
+        ``sigma_``. The default was the fixed 1.0, with which QSGS2AUC and
+        the SU estimators sat at chance on standardised 28-d synthetic rows
+        (BENCHMARKS.md, "The default kernel width of the SU and AUC
+        estimators"); with "scale" PNUAUC gains on ijcnn1 and skin (paper
+        003 protocol, test AUC 0.818 -> 0.838, 0.9960 -> 0.9990) and loses
+        on min-max scaled cod-rna (0.962 -> 0.947), where "scale" is 2.24.
     max_samples : int, default=5000
 
     Attributes
@@ -285,9 +285,11 @@ class SupervisedKernelAUC(_ExactAUCBase):
     """Supervised kernel AUC: the PN square-loss AUC risk (paper 003 Eq. 2)
     plus ``lam/2 ||f||_H^2`` on the labeled points only, exact kernel.
 
-    ``fit(X, y)`` accepts ``y == -1`` (those samples are ignored), so it runs
-    in the same harness as the semi-supervised methods. Parameters as
-    :class:`PNUAUC` without ``eta``.
+    ``fit(X, y)`` accepts ``y == -1`` (those samples are ignored by the
+    risk), so it runs in the same harness as the semi-supervised methods.
+    Parameters as :class:`PNUAUC` without ``eta``; ``sigma="scale"`` is
+    resolved over every row given, the ``y == -1`` ones too, as for the
+    semi-supervised learners it is compared with (same data, same width).
     """
 
     _require_unlabeled = False

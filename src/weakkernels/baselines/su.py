@@ -131,11 +131,11 @@ class SUSL(_KernelBasisSU):
         Width of the basis ``exp(-sigma ||x - c||^2)`` (scikit-learn's
         ``gamma``); ``"scale"`` is ``1 / (d Var X)`` over the rows given to
         ``fit``, as ``SVC(gamma="scale")``. The value used is ``sigma_``.
-        The default was the fixed 1.0, which put every SU/AUC estimator at
-        chance on standardised inputs (test error 1.0 -> "scale": 28-d
-        synthetic rows, SUSL(n_centers=2000) 51.0 -> 16.7 %; ijcnn1, paper
-        002 protocol, 14.1 -> 7.8 %); on min-max scaled low-dimensional sets
-        "scale" can lose a little (skin: SUSL 0.87 -> 1.51 %).
+        The default was the fixed 1.0, which put the SU estimators at chance
+        on standardised 28-d synthetic rows (test error 1.0 -> "scale":
+        SUSL(n_centers=2000) 51.0 -> 16.7 %; ijcnn1, paper 002 protocol,
+        standardised, 14.1 -> 7.8 %); on a low-dimensional set "scale" can
+        lose a little (skin, same protocol: 0.87 -> 1.51 %).
     lam : float, default=1e-3
         Weight of ``||alpha||^2 / 2``.
     n_centers : int or None, default=None
