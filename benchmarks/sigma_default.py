@@ -116,6 +116,25 @@ def warm_up():
     QSGS2AUC(random_state=0).fit(X, ys)
 
 
+def su_runs(ds, seed, prior, X_fit, y_fit, err, done, baselines):
+    """TSGSU (and CUU, SUSL(2000) with ``baselines``) at both settings."""
+    for s in SETTINGS:
+        run("TSGSU", ds, seed, s,
+            lambda sig: TSGSU(prior=prior, sigma=sig, random_state=seed),
+            X_fit, y_fit, err, "test_error", done)
+        if not baselines:
+            continue
+        run("CUU", ds, seed, s,
+            lambda sig: CUU(prior=prior, sigma=sig, random_state=seed),
+            X_fit, y_fit, err, "test_error", done, numeric_scale=True)
+        # SUSL's default n_centers=None (all 20000 training points) is
+        # skipped (O(n_U n_c^2 + n_c^3)); the protocol's SUSL(2000) instead.
+        run("SUSL(n_centers=2000)", ds, seed, s,
+            lambda sig: SUSL(prior=prior, sigma=sig, n_centers=2000,
+                             random_state=seed),
+            X_fit, y_fit, err, "test_error", done, numeric_scale=True)
+
+
 def part_su(datasets, seeds, done):
     import tsgsu_protocol as tp
 
@@ -127,19 +146,7 @@ def part_su(datasets, seeds, done):
             err = lambda est: 1.0 - float(est.score(Xt, yt))  # noqa: E731
             print(f"== SU {ds} seed {seed}: fit {X_fit.shape}, test {Xt.shape}, "
                   f"prior {prior:.4f}", flush=True)
-            for s in SETTINGS:
-                run("TSGSU", ds, seed, s,
-                    lambda sig: TSGSU(prior=prior, sigma=sig, random_state=seed),
-                    X_fit, y_fit, err, "test_error", done)
-                run("CUU", ds, seed, s,
-                    lambda sig: CUU(prior=prior, sigma=sig, random_state=seed),
-                    X_fit, y_fit, err, "test_error", done, numeric_scale=True)
-                # SUSL's default n_centers=None (all 20000 training points) is
-                # skipped (O(n_U n_c^2 + n_c^3)); the protocol's SUSL(2000) instead.
-                run("SUSL(n_centers=2000)", ds, seed, s,
-                    lambda sig: SUSL(prior=prior, sigma=sig, n_centers=2000,
-                                     random_state=seed),
-                    X_fit, y_fit, err, "test_error", done, numeric_scale=True)
+            su_runs(ds, seed, prior, X_fit, y_fit, err, done, baselines=True)
 
 
 def part_auc(datasets, seeds, done):
@@ -186,18 +193,7 @@ def part_synth(seeds, done, baselines=False):
         err = lambda est: float(np.mean(est.predict(Xt) != yt))  # noqa: E731
         print(f"== synth SU seed {seed}: fit {X_fit.shape}, test {Xt.shape}, "
               f"prior {prior:.4f}", flush=True)
-        for s in SETTINGS:
-            run("TSGSU", ds, seed, s,
-                lambda sig: TSGSU(prior=prior, sigma=sig, random_state=seed),
-                X_fit, y_fit, err, "test_error", done)
-            if baselines:
-                run("CUU", ds, seed, s,
-                    lambda sig: CUU(prior=prior, sigma=sig, random_state=seed),
-                    X_fit, y_fit, err, "test_error", done, numeric_scale=True)
-                run("SUSL(n_centers=2000)", ds, seed, s,
-                    lambda sig: SUSL(prior=prior, sigma=sig, n_centers=2000,
-                                     random_state=seed),
-                    X_fit, y_fit, err, "test_error", done, numeric_scale=True)
+        su_runs(ds, seed, prior, X_fit, y_fit, err, done, baselines)
         # QSGS2AUC, as su_auc_scale.run_one
         n_fit = n_u + n_lab
         y_fit = y[:n_fit].copy()
@@ -229,6 +225,7 @@ def part_synth(seeds, done, baselines=False):
 
 
 def main():
+    global OUT  # write() and done_keys() append to it
     ap = argparse.ArgumentParser()
     ap.add_argument("--part", required=True, choices=["su", "auc", "synth"])
     ap.add_argument("--datasets", nargs="+", default=None)
@@ -237,7 +234,6 @@ def main():
                     help="synth: also CUU and SUSL(2000)")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
-    global OUT
     OUT = args.out
     done = done_keys()
     warm_up()
