@@ -1536,10 +1536,9 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
         v, b = unpack(z)
         white = cur["white"]
         v32, shift = white.lift(v).astype(dtype), b - state["mu"] @ v
-        ms = [get(s).m for s in range(len(sizes))]
+        ms = [get(s).m for s in range(len(sizes))]  # every set is read
         parts = [get(s).fused(v32, shift, RowLoss(moment_terms, s, ms[s], w, 2))
-                 if u else (np.zeros(2), np.zeros((D, 1)), np.zeros(1))
-                 for s, u in enumerate(used_sets(w))]
+                 for s in range(len(sizes))]
         value, coefs = problem.moments([p[0] for p in parts], ms, w)
         sums = cur.setdefault("psi_sums", {})
         back, gsum = np.zeros((D, 1)), np.zeros(1)
