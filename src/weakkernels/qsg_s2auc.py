@@ -151,8 +151,9 @@ def pnu_auc_risk_of_moments(totals, ms, gamma: float):
     of P, N and U (``ms`` rows each), and its derivatives w.r.t. those sums
     (``Problem.moments``; the chain rule gives :func:`pnu_auc_risk_grad`).
     The all-pairs means of the square loss depend on the scores only through
-    these moments, so the L-BFGS solver reads every row once per evaluation
-    and no score leaves its chunk.
+    these moments, so on a level that streams its features the L-BFGS
+    solver makes one pass over the rows per evaluation and no score leaves
+    its chunk.
 
     With ``mu`` a set's mean and ``S2`` its sum of squares, the pair mean of
     ``(a, b)`` is ``r^2 + S2_a / n_a - mu_a^2 + S2_b / n_b - mu_b^2``, ``r = 1
@@ -587,7 +588,7 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         # The pairwise loss sees only differences of scores: no intercept.
         problem = Problem(
             [(X, idx_p), (X, idx_n), (X, idx_u)], 1, loss, lam=float(self.lam),
-            # L-BFGS: one pass over the rows per evaluation
+            # L-BFGS: one pass per evaluation where features stream
             moments=None if sgd else (
                 lambda totals, ms, w: pnu_auc_risk_of_moments(totals, ms, gamma)),
         )

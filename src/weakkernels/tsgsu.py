@@ -789,7 +789,8 @@ class TSGSU(_SUBase):
         problem = Problem(
             [(XS, None), (XU, None)], 1, loss, lam=lam,
             intercept="free" if self.fit_intercept else "none",
-            # L-BFGS, squared loss: one pass over the rows per evaluation
+            # L-BFGS, squared loss: one pass per evaluation where features
+            # stream
             moments=moments if not sgd and loss_name == "squared" else None,
         )
         def expose(model, b):
