@@ -782,7 +782,8 @@ class CCCPTSVM(_CCCPBase):
         standardised 28-d synthetic rows (200 labels, 3 000 unlabeled,
         seeds 0-2) 30.5 -> 19.3 %; min-max scaled cod-rna / ijcnn1 (200
         labels, 2 000 unlabeled, seeds 0-2) 11.8 -> 10.8 % / 15.3 -> 15.9 %
-        (the one loss; both are worse than the majority class there).
+        (the one loss: on ijcnn1 CCCP-TSVM is worse than the majority
+        class, 9.4 %, at either width).
     degree : int, default=3
     coef0 : float, default=1.0
     balance : bool, default=True
