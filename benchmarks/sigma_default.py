@@ -173,33 +173,19 @@ def part_synth(seeds, done, baselines=False):
     from sklearn.svm import SVC
 
     import su_auc_scale as sc
-    from weakkernels.pipeline.splits import fit_arrays, resolve, su_split
 
     n_u, n_pairs, n_lab, n_test = 20000, 5000, 2000, 20000
     ds = "synthetic_hepmass(std)"
     for seed in seeds:
         X, y = sc.pool(n_u + n_test + 2 * n_pairs + n_lab, seed=seed)
         # TSGSU, as su_auc_scale.run_one (seeded here)
-        split = resolve(su_split(y, positive=1, n_pairs=n_pairs, n_unlabeled=[n_u],
-                                 n_val=0, seed=seed), n_u)
-        X_fit, y_fit = fit_arrays(X, y, split)
-        rest = np.ones(len(y), bool)
-        rest[split["pairs"].ravel()] = False
-        rest[split["unlabeled"]] = False
-        test = np.flatnonzero(rest)[:n_test]
-        prior = float(y[~np.isin(np.arange(len(y)), split["pairs"].ravel())].mean())
-        X_fit, Xt = sc.standardise(X_fit, X[test])
-        yt = y[test]
+        X_fit, y_fit, Xt, yt, prior = sc.su_problem(X, y, n_pairs, n_u, n_test, seed)
         err = lambda est: float(np.mean(est.predict(Xt) != yt))  # noqa: E731
         print(f"== synth SU seed {seed}: fit {X_fit.shape}, test {Xt.shape}, "
               f"prior {prior:.4f}", flush=True)
         su_runs(ds, seed, prior, X_fit, y_fit, err, done, baselines)
         # QSGS2AUC, as su_auc_scale.run_one
-        n_fit = n_u + n_lab
-        y_fit = y[:n_fit].copy()
-        y_fit[n_lab:] = -1
-        X_fit, Xt = sc.standardise(X[:n_fit], X[n_fit:n_fit + n_test])
-        yt = y[n_fit:n_fit + n_test]
+        X_fit, y_fit, Xt, yt = sc.auc_problem(X, y, n_lab, n_u, n_test)
         auc = lambda est: float(roc_auc_score(yt, est.decision_function(Xt)))  # noqa: E731
         print(f"== synth AUC seed {seed}: fit {X_fit.shape}, test {Xt.shape}",
               flush=True)

@@ -66,34 +66,58 @@ def standardise(X_fit, *others):
     return [(A - mu) / sd for A in (X_fit, *others)]
 
 
+def su_problem(X, y, n_pairs: int, n_unlabeled: int, n_test: int, seed: int):
+    """Paper 002's SU problem on the pool: ``n_pairs`` similar pairs and
+    ``n_unlabeled`` rows by :func:`weakkernels.pipeline.splits.su_split`
+    (which also draws ``ceil(n_unlabeled / 3)`` test rows of its own, unused
+    here), the test set the next ``n_test`` rows outside both, inputs
+    standardised on the training rows. Returns ``(X_fit, y_fit, X_test,
+    y_test, prior)``, ``prior`` the positive rate outside the pairs."""
+    from weakkernels.pipeline.splits import fit_arrays, resolve, su_split
+
+    split = resolve(su_split(y, positive=1, n_pairs=n_pairs,
+                             n_unlabeled=[n_unlabeled], n_val=0, seed=seed),
+                    n_unlabeled)
+    X_fit, y_fit = fit_arrays(X, y, split)
+    rest = np.ones(len(y), bool)
+    rest[split["pairs"].ravel()] = False
+    rest[split["unlabeled"]] = False
+    test = np.flatnonzero(rest)[:n_test]
+    prior = float(y[~np.isin(np.arange(len(y)), split["pairs"].ravel())].mean())
+    X_fit, Xt = standardise(X_fit, X[test])
+    return X_fit, y_fit, Xt, y[test], prior
+
+
+def auc_problem(X, y, n_labels: int, n_unlabeled: int, n_test: int):
+    """The first ``n_labels`` rows of the pool labeled, the next
+    ``n_unlabeled`` unlabeled (``y = -1``), the next ``n_test`` the test set,
+    standardised on the training rows: ``(X_fit, y_fit, X_test, y_test)``."""
+    n_fit = n_unlabeled + n_labels
+    y_fit = y[:n_fit].copy()
+    y_fit[n_labels:] = -1
+    X_fit, Xt = standardise(X[:n_fit], X[n_fit:n_fit + n_test])
+    return X_fit, y_fit, Xt, y[n_fit:n_fit + n_test]
+
+
 def run_one(method: str, n: int, args) -> dict:
     from sklearn.metrics import roc_auc_score
 
     from weakkernels import QSGS2AUC, TSGSU, _dsg
-    from weakkernels.pipeline.splits import fit_arrays, resolve, su_split
 
     # su_split also draws ceil(n / 3) test rows of its own (unused here)
     X, y = pool(n + -(-n // 3) + args.n_test + 2 * args.pairs + args.labels)
+    basis = {"features": args.features}
+    if args.max_features:
+        basis["max_features"] = args.max_features
     if method == "tsgsu":
-        split = resolve(su_split(y, positive=1, n_pairs=args.pairs, n_unlabeled=[n],
-                                 n_val=0, seed=0), n)
-        X_fit, y_fit = fit_arrays(X, y, split)
-        rest = np.ones(len(y), bool)
-        rest[split["pairs"].ravel()] = False
-        rest[split["unlabeled"]] = False
-        test = np.flatnonzero(rest)[: args.n_test]
-        prior = float(y[~np.isin(np.arange(len(y)), split["pairs"].ravel())].mean())
-        X_fit, Xt = standardise(X_fit, X[test])
-        make = lambda: TSGSU(prior=prior, sigma=args.sigma, random_state=0)  # noqa: E731
-        score = lambda est: float(np.mean(est.predict(Xt) != y[test]))  # noqa: E731
+        X_fit, y_fit, Xt, yt, prior = su_problem(X, y, args.pairs, n, args.n_test, 0)
+        make = lambda: TSGSU(prior=prior, sigma=args.sigma, random_state=0,  # noqa: E731
+                             **basis)
+        score = lambda est: float(np.mean(est.predict(Xt) != yt))  # noqa: E731
         metric = "test_error"
     else:
-        n_fit = n + args.labels
-        y_fit = y[:n_fit].copy()
-        y_fit[args.labels:] = -1
-        X_fit, Xt = standardise(X[:n_fit], X[n_fit:n_fit + args.n_test])
-        yt = y[n_fit:n_fit + args.n_test]
-        make = lambda: QSGS2AUC(sigma=args.sigma, random_state=0)  # noqa: E731
+        X_fit, y_fit, Xt, yt = auc_problem(X, y, args.labels, n, args.n_test)
+        make = lambda: QSGS2AUC(sigma=args.sigma, random_state=0, **basis)  # noqa: E731
         score = lambda est: float(roc_auc_score(yt, est.decision_function(Xt)))  # noqa: E731
         metric = "test_auc"
     if args.stream:
@@ -106,11 +130,12 @@ def run_one(method: str, n: int, args) -> dict:
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     return {
         "method": method, "n_unlabeled": n, "sigma": args.sigma,
-        "streamed": bool(args.stream),
+        "streamed": bool(args.stream), "features": args.features,
+        "max_features": args.max_features,
+        "n_features_model": int(est.n_features_model_),
         "sigma_": float(est.sigma_), "rev": revision(), "fit_cpu_s": cpu,
         "fit_wall_s": wall, metric: score(est), "n_iter": int(est.n_iter_),
         "objective": float(est.objective_curve_[-1]),
-        "n_features": int(getattr(est, "n_features_", 0) or 0),
         "peak_rss_mb": status().get("VmHWM", 0) / 2**20,
         "threads": os.environ.get("NUMBA_NUM_THREADS"),
     }
@@ -126,6 +151,9 @@ def main(argv=None):
     ap.add_argument("--sigma", default="scale",
                     type=lambda v: v if v == "scale" else float(v))
     ap.add_argument("--stream", action="store_true")
+    ap.add_argument("--features", default="fourier",
+                    choices=["fourier", "nystroem", "auto"])
+    ap.add_argument("--max-features", type=int, default=None)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--one", nargs=2, metavar=("METHOD", "N"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -138,7 +166,9 @@ def main(argv=None):
                 [sys.executable, __file__, "--one", method, str(n),
                  "--pairs", str(args.pairs), "--labels", str(args.labels),
                  "--n-test", str(args.n_test), "--sigma", str(args.sigma),
-                 "--out", str(args.out)] + ["--stream"] * args.stream,
+                 "--out", str(args.out), "--features", args.features]
+                + ["--stream"] * args.stream
+                + ["--max-features", str(args.max_features)] * bool(args.max_features),
                 check=True, capture_output=True, text=True).stdout
             row = json.loads(out.strip().splitlines()[-1])
             print(row, flush=True)

@@ -228,19 +228,22 @@ def test_su_auc_nystroem_fit_landmarks_determinism_and_file(name, tmp_path):
 
 
 @pytest.mark.parametrize("name", sorted(_SU_AUC))
-def test_su_auc_default_stays_seed_only_fourier(name):
-    """The default basis is the papers' Fourier one: the model file holds
-    seeds and coefficients, no landmarks; "auto" picks Nyström for L-BFGS
-    and Fourier for the papers' SGD, which refuses "nystroem"."""
+def test_su_auc_default_basis_is_auto_and_fourier_stays_seed_only(name):
+    """The default basis is "auto", as TSGS3VM's: Nyström for L-BFGS (every
+    row a landmark below 4096 rows), Fourier for the papers' SGD, which
+    refuses "nystroem". ``features="fourier"`` keeps the papers' seed-only
+    model file: seeds and coefficients, no landmarks."""
     make, data = _SU_AUC[name]
     X, y, _ = data(np.random.default_rng(6))
-    est = make(max_features=64, max_iter=5, random_state=0).fit(X, y)
+    est = make(features="fourier", max_features=64, max_iter=5,
+               random_state=0).fit(X, y)
     assert est.features_ == "fourier"
     meta, arrays = est._artifact_state()
     assert "landmarks" not in arrays and meta["spec"].get("kind") != "nystroem"
-    auto = make(features="auto", max_iter=5, random_state=0).fit(X, y)
-    assert auto.features_ == "nystroem"
+    auto = make(max_iter=5, random_state=0).fit(X, y)
+    assert auto.features == "auto" and auto.features_ == "nystroem"
     assert auto.n_features_model_ == X.shape[0]  # every row: below 4096 rows
+    assert "landmarks" in auto._artifact_state()[1]
     sgd = make(features="auto", solver="sgd", max_iter=3, random_state=0)
     assert sgd.fit(X, y).features_ == "fourier"
     with pytest.raises(ValueError, match="solver"):

@@ -304,16 +304,24 @@ def test_lbfgs_is_the_closed_form_minimizer(features):
     assert J == pytest.approx(pnu_auc_risk(*f, gamma) + lam / 2 * v @ v, rel=1e-12)
 
 
-def test_lbfgs_default_budget_reaches_the_optimum():
+@pytest.mark.parametrize("features", ["auto", "fourier"])
+def test_lbfgs_default_budget_reaches_the_optimum(features):
     """Regression test of the default solver: float32 features, default tol,
-    max_iter, lam and feature budget (_dsg.primal_features). The gap to
-    the closed-form optimum is at most 1e-3 of the reduction from f = 0."""
+    max_iter, lam and feature budget -- the default basis ("auto":
+    Nyström, every row a landmark below 4096 rows) and seeded Fourier
+    features (_dsg.primal_features). The gap to the closed-form optimum is
+    at most 1e-3 of the reduction from f = 0."""
     X, ys, _ = two_gaussians(n=400, d=5, n_labeled=40, seed=31)
-    est = QSGS2AUC(prior=0.5, sigma=0.3, random_state=3).fit(X, ys)
+    est = QSGS2AUC(prior=0.5, sigma=0.3, features=features,
+                   random_state=3).fit(X, ys)
+    assert QSGS2AUC().features == "auto"
     Ps, v = _qsg_primal(est, X[ys == 1], X[ys == 0], X[ys == -1])
     from weakkernels._dsg import primal_features
 
-    assert v.size == primal_features(len(X), est.block_size)
+    if features == "auto":
+        assert est.features_ == "nystroem" and v.size == len(X)
+    else:
+        assert v.size == primal_features(len(X), est.block_size)
     g, lam = est.gamma, est.lam
     J_star = _eq9_objective(Ps, _eq9_closed_form(Ps, g, lam), g, lam)
     J = _eq9_objective(Ps, v, g, lam)

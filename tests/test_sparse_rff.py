@@ -247,14 +247,18 @@ SEMI = [
     pytest.param(lambda: FRS3VM(n_components=128, random_state=0), id="FRS3VM-lbfgs"),
     pytest.param(lambda: FRS3VM(solver="sgd", n_components=64, max_iter=40,
                                 random_state=0), id="FRS3VM-sgd"),
+    pytest.param(lambda: QSGS2AUC(max_features=256, random_state=0,
+                                  features="fourier"), id="QSGS2AUC-lbfgs"),
     pytest.param(lambda: QSGS2AUC(max_features=256, random_state=0),
-                 id="QSGS2AUC-lbfgs"),
+                 id="QSGS2AUC-auto"),
     pytest.param(lambda: QSGS2AUC(solver="sgd", batch_size=32, random_state=0),
                  id="QSGS2AUC-sgd"),
 ]
 SU = [
-    pytest.param(lambda: TSGSU(sigma="scale", lam=1e-2, random_state=0),
-                 id="TSGSU-lbfgs"),
+    pytest.param(lambda: TSGSU(sigma="scale", lam=1e-2, random_state=0,
+                               features="fourier"), id="TSGSU-lbfgs"),
+    pytest.param(lambda: TSGSU(lam=1e-2, max_features=256, random_state=0),
+                 id="TSGSU-auto"),
     pytest.param(lambda: TSGSU(solver="sgd", batch_size=50, random_state=0),
                  id="TSGSU-sgd"),
 ]
@@ -330,7 +334,7 @@ def test_sparse_fit_and_predict_never_densify(make, monkeypatch):
     def refuse(self, *args, **kwargs):
         raise AssertionError("sparse input was densified")
 
-    if getattr(est, "features", None) == "nystroem":
+    if getattr(est, "features", None) in ("nystroem", "auto"):
         # the Nyström landmarks are dense by design: at most m rows (here
         # 256) are densified, never the input
         def refuse(self, *args, **kwargs):

@@ -354,21 +354,28 @@ def test_lbfgs_is_the_closed_form_minimizer(fit_intercept, corr, features):
     assert J == pytest.approx(J_star, rel=1e-9, abs=1e-12)
 
 
+@pytest.mark.parametrize("features", ["auto", "fourier"])
 @pytest.mark.parametrize("fit_intercept", [False, True])
-def test_lbfgs_default_budget_reaches_the_optimum(fit_intercept):
+def test_lbfgs_default_budget_reaches_the_optimum(fit_intercept, features):
     """Regression test of the default solver: float32 features, default tol,
     max_iter, lam, correction ("none": Eq. 9 is the quadratic) and feature
-    budget (the _dsg.primal_features rule). The objective gap to the closed-form optimum
-    is at most 1e-3 of the reduction from f = 0."""
+    budget -- the default basis ("auto": Nyström, every row a landmark
+    below 4096 rows) and seeded Fourier features (the _dsg.primal_features
+    rule). The objective gap to the closed-form optimum is at most 1e-3 of
+    the reduction from f = 0."""
     X, y, _, _ = su_problem(n_pairs=200, n_u=600, seed=22)
     sim, _ = split_su(y)
     est = TSGSU(prior=0.7, sigma=0.5, fit_intercept=fit_intercept,
-                random_state=5).fit(X, y)
+                features=features, random_state=5).fit(X, y)
+    assert TSGSU().features == "auto"
     lam, corr = est.lam, est.correction
     PS, PU, v = _su_primal(est, X[sim], X[~sim])
     from weakkernels._dsg import primal_features
 
-    assert PS.shape[1] == primal_features(len(X), est.block_size)
+    if features == "auto":
+        assert est.features_ == "nystroem" and PS.shape[1] == len(X)
+    else:
+        assert PS.shape[1] == primal_features(len(X), est.block_size)
     v_star, b_star = _su_closed_form(PS, PU, 0.7, lam, fit_intercept)
     J = _su_objective(PS, PU, v, est.intercept_, 0.7, lam, corr)
     J_star = _su_objective(PS, PU, v_star, b_star, 0.7, lam, corr)

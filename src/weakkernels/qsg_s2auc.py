@@ -24,10 +24,12 @@ unlabeled minibatch and a fresh block of random features -- the four sources of
 randomness of Eq. (13) -- and applies the update Eq. (14)-(16) (Algorithm 1)
 with step ``eta_t = theta/t`` (Lemma 2; an optional offset ``t0`` gives
 ``theta/(t + t0)``). The default ``solver="lbfgs"`` minimizes the same Eq. (9)
--- a convex quadratic in the weights of a fixed expansion of the same seeded
-features -- by L-BFGS. Both run the shared loop
-:func:`weakkernels._dsg.fit_expansion`; prediction regenerates the features
-from their seeds (Algorithm 2).
+-- a convex quadratic in the weights of a fixed expansion, Nyström landmarks
+by default (``features="auto"``) or the same seeded features
+(``features="fourier"``) -- by L-BFGS. Both run the shared loop
+:func:`weakkernels._dsg.fit_expansion`; prediction regenerates Fourier
+features from their seeds (Algorithm 2), Nyström ones from the stored
+landmarks.
 
 The exact-kernel baselines of paper 003 (PNU-AUC, the supervised kernel AUC and
 the exact minimizer of Eq. (8)-(9)) are in :mod:`weakkernels.baselines.auc`;
@@ -321,11 +323,11 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
       batch_size=1, block_size=1, t0=0, eta0=theta, lam=lam)``. The minibatch
       estimate over all pairs stays unbiased because the P, N and U
       minibatches are drawn independently.
-    * ``solver="lbfgs"`` (default) minimizes the same Eq. (9) over the fixed
-      expansion of the first ``max_features`` of the same seeded features,
-      in its primal, by L-BFGS over every row of P, N and U (nested seeded
-      samples from 4096 rows per set up to all; the all-pairs means are
-      computed in O(n) by
+    * ``solver="lbfgs"`` (default) minimizes the same Eq. (9) over a fixed
+      expansion (``features``: Nyström by default, or the first
+      ``max_features`` of the same seeded features), in its primal, by
+      L-BFGS over every row of P, N and U (nested seeded samples from 4096
+      rows per set up to all; the all-pairs means are computed in O(n) by
       :func:`pnu_auc_risk`). With the square pairwise loss Eq. (8) is a
       convex quadratic in ``f``, so the primal is a convex quadratic of the
       weights: L-BFGS solves exactly the problem the stochastic steps
@@ -411,7 +413,7 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         exactly; with it and a large ``theta`` the first steps overshoot
         (cod-rna, 300 steps: AUC 0.94 at best with ``t0=0`` vs 0.97 with
         ``t0=50``).
-    features : {"fourier", "nystroem", "auto"}, default="fourier"
+    features : {"fourier", "nystroem", "auto"}, default="auto"
         The basis of the fixed expansion on which Eq. (9) is minimized.
         ``"fourier"``: the paper's seeded random Fourier features (Eq. 10;
         the model file holds seeds and coefficients only). ``"nystroem"``
@@ -428,11 +430,18 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         of TSGS3VM), else Fourier. ``solver="sgd"`` draws fresh Fourier
         blocks (Algorithm 1) and refuses ``"nystroem"``. The basis used is
         ``features_``.
-        Why Fourier by default: on the paper 003 protocol (cod-rna, ijcnn1,
-        n_u = 4 800 and 40 000) Nyström was within 0.003 AUC of Fourier at
-        the same feature count for 1.5-5x the fit CPU, and more Fourier
-        features for the same CPU matched it (BENCHMARKS.md, "Fourier or
-        Nyström features for TSGSU and QSG-S2AUC").
+        Why ``"auto"`` by default (``benchmarks/su_auc_features.py``,
+        ``benchmarks/su_auc_scale.py``; BENCHMARKS.md, "Fourier or Nyström
+        features for TSGSU and QSG-S2AUC"): 28-d synthetic rows, 2 000
+        labels, test AUC at 2 x 10^4 / 10^5 / 10^6 unlabeled rows Fourier
+        0.872 / 0.887 / 0.859 (its count falls to 1 024 at 10^6 rows),
+        Nyström 0.907 / 0.912 / 0.908 (``SVC()`` on the labels: 0.926). At
+        equal CPU Nyström still wins there (10^6 rows: 4 096 streamed
+        Fourier features 0.877 in 112 s against 2 048 streamed landmarks
+        0.908 in 86 s). On the paper 003 protocol (n_u = 4 800, 3 seeds)
+        Nyström's AUC is 0.9608 / 0.8509 / 0.9982 against Fourier's 0.9590 /
+        0.8434 / 0.9980 (cod-rna / ijcnn1 / skin), at ~9 s of fit CPU
+        against ~0.7 s (4 096 landmarks against 1 120 frequencies).
     max_features : int or None, default=None
         Feature budget. ``solver="lbfgs"``: the expansion's size (None:
         :func:`weakkernels._dsg.primal_features`, 1024 to ~5 000, growing
@@ -496,7 +505,7 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         max_iter=None,
         eta0=100.0,
         t0=50.0,
-        features="fourier",
+        features="auto",
         max_features=None,
         dtype="float32",
         random_state=None,

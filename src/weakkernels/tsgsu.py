@@ -35,8 +35,9 @@ estimated per iteration on a minibatch of pair points, a minibatch of unlabeled
 points and a seeded block of random features (Eq. 18-19: the three sources of
 randomness), and the update ``f <- (1 - eta lam) f - eta zeta`` (Eq. 22-23,
 ``a_t^i = eta_i prod_{j>i} (1 - eta_j lam)``): that is ``solver="sgd"``. The
-default ``solver="lbfgs"`` minimizes the same ``J`` over a fixed expansion of
-the same seeded features by L-BFGS; both run the shared loop
+default ``solver="lbfgs"`` minimizes the same ``J`` over a fixed expansion --
+Nyström landmarks by default (``features="auto"``), the same seeded features
+with ``features="fourier"`` -- by L-BFGS; both run the shared loop
 :func:`weakkernels._dsg.fit_expansion` (see :class:`TSGSU`).
 
 The class prior ``pi+`` is given, or estimated from the SU data (paper 002 Sec.
@@ -484,9 +485,11 @@ class TSGSU(_SUBase):
 
     Minimizes paper 002 Eq. (9), ``J(f) = delta(R+) + delta(R-) + lam/2
     ||f||_H^2`` (the corrected risk of Eq. 8; see the module docstring), over
-    an expansion of random features generated from ``(seed, block)``; the
+    an expansion of random features generated from ``(seed, block)`` (the
     model stores only seeds and coefficients and prediction regenerates the
-    features (Algorithm 2). Both solvers run the one training loop of the
+    features, Algorithm 2) or, by default with L-BFGS, of Nyström features on
+    landmarks drawn from the training rows (``features``). Both solvers run
+    the one training loop of the
     random-feature estimators, :func:`weakkernels._dsg.fit_expansion`:
 
     * ``solver="sgd"`` is Algorithm 1: each iteration samples ``batch_size``
@@ -497,10 +500,11 @@ class TSGSU(_SUBase):
       ``TSGSU(solver="sgd", correction="abs", lam=lam, eta0=eta0,
       learning_rate="constant", batch_size=1000, block_size=10,
       max_iter=100)``.
-    * ``solver="lbfgs"`` (default) minimizes the same Eq. (9) over the fixed
-      expansion of the first ``max_features`` of the same seeded features, in
-      its primal, by L-BFGS over every row (nested seeded samples from 4096
-      rows per set up to all, :func:`weakkernels._dsg.primal_levels`). With
+    * ``solver="lbfgs"`` (default) minimizes the same Eq. (9) over a fixed
+      expansion (``features``: Nyström by default, or the first
+      ``max_features`` of the same seeded features), in its primal, by
+      L-BFGS over every row (nested seeded samples from 4096 rows per set up
+      to all, :func:`weakkernels._dsg.primal_levels`). With
       the squared loss and ``correction="none"`` (the defaults)
       the risk Eq. (7) is a convex quadratic in ``f`` (``l(z, +1) - l(z, -1)
       = -z``, Bao et al. Theorem 4): ``-a pi_S f`` on pair points, ``f^2/4 +
@@ -601,7 +605,7 @@ class TSGSU(_SUBase):
         ``solver="lbfgs"`` jointly with the weights. Not in paper 002 (its
         model is a pure RKHS function); it did not help on cod-rna
         (BENCHMARKS.md), so the default is the model as printed.
-    features : {"fourier", "nystroem", "auto"}, default="fourier"
+    features : {"fourier", "nystroem", "auto"}, default="auto"
         The basis of the fixed expansion on which Eq. (9) is minimized.
         ``"fourier"``: the paper's seeded random Fourier features (the model
         file holds seeds and coefficients only). ``"nystroem"``
@@ -619,11 +623,20 @@ class TSGSU(_SUBase):
         TSGS3VM), else Fourier. ``solver="sgd"`` draws fresh Fourier blocks
         (Algorithm 1) and refuses ``"nystroem"``. The basis used is
         ``features_``.
-        Why Fourier by default: on the paper 002 protocol (cod-rna, n_U =
-        10 000 and 35 000) Nyström was within 0.15 pp of Fourier at the same
-        feature count for 2-5x the fit CPU, and more Fourier features for
-        the same CPU matched it (BENCHMARKS.md, "Fourier or Nyström
-        features for TSGSU and QSG-S2AUC").
+        Why ``"auto"`` by default (``benchmarks/su_auc_features.py``,
+        ``benchmarks/su_auc_scale.py``; BENCHMARKS.md, "Fourier or Nyström
+        features for TSGSU and QSG-S2AUC"): the Fourier count falls from
+        ~4 900 at 10^5 rows to 1 024 at 10^6 (the 2 GiB bound of
+        :func:`weakkernels._dsg.primal_features`), and the error rose with
+        the data: 28-d synthetic rows, 5 000 pairs, test error at 2 x 10^4 /
+        10^5 / 10^6 unlabeled rows Fourier 21.0 / 19.7 / 21.8 %, Nyström
+        18.2 / 17.6 / 17.4 %. At equal CPU Nyström still wins there (2 x
+        10^4 rows: 12 288 Fourier features 19.5 % in 29 s against 4 128
+        landmarks 18.2 % in 39 s; 10^6 rows: 4 096 streamed Fourier features
+        19.9 % in 115 s against 2 048 streamed landmarks 17.4 % in 90 s). On
+        the paper 002 protocol (10 000 unlabeled, 3 seeds) Nyström's error
+        is 9.56 / 6.62 / 1.37 % against Fourier's 9.45 / 7.22 / 1.45 %
+        (cod-rna / ijcnn1 / skin) at 4-5x the fit CPU (~20 s against ~5 s).
     max_features : int or None, default=None
         Feature budget (see :mod:`weakkernels._dsg`). ``solver="lbfgs"``:
         the expansion's size (None: :func:`weakkernels._dsg.primal_features`,
@@ -693,7 +706,7 @@ class TSGSU(_SUBase):
         learning_rate="invscaling",
         eta0=1.0,
         fit_intercept=False,
-        features="fourier",
+        features="auto",
         max_features=None,
         dtype="float32",
         random_state=None,
