@@ -629,11 +629,12 @@ class TSGSU(_SUBase):
         ~4 900 at 10^5 rows to 1 024 at 10^6 (the 2 GiB bound of
         :func:`weakkernels._dsg.primal_features`), and the error rose with
         the data: 28-d synthetic rows, 5 000 pairs, test error at 2 x 10^4 /
-        10^5 / 10^6 unlabeled rows Fourier 21.0 / 19.7 / 21.8 %, Nyström
-        18.2 / 17.6 / 17.4 %. At equal CPU Nyström still wins there (2 x
-        10^4 rows: 12 288 Fourier features 19.5 % in 29 s against 4 128
-        landmarks 18.2 % in 39 s; 10^6 rows: 4 096 streamed Fourier features
-        19.9 % in 115 s against 2 048 streamed landmarks 17.4 % in 90 s). On
+        10^5 / 3 x 10^5 / 10^6 unlabeled rows Fourier 22.4 / 19.7 / 21.1 /
+        21.8 %, Nyström 19.8 / 17.6 / 17.7 / 17.4 % (one seed). At equal CPU
+        Nyström still wins there (2 x 10^4 rows, 3 seeds: 12 288 Fourier
+        features 19.1 % against 4 128 landmarks 18.2 %, both ~37 s; 10^6
+        rows: 4 096 streamed Fourier features 19.9 % in 115 s against 2 048
+        streamed landmarks 17.4 % in 90 s). On
         the paper 002 protocol (10 000 unlabeled, 3 seeds) Nyström's error
         is 9.56 / 6.62 / 1.37 % against Fourier's 9.45 / 7.22 / 1.45 %
         (cod-rna / ijcnn1 / skin) at 4-5x the fit CPU (~20 s against ~5 s).
