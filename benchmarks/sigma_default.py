@@ -27,7 +27,10 @@ resolves to (``tests/test_sigma_scale.py``: the same bits)::
     python benchmarks/sigma_default.py --part synth --baselines
 
 Rows are appended to ``--out``; (estimator, dataset, seed, sigma setting) rows
-already there are skipped (resume).
+already there are skipped (resume). TSGSU and QSGS2AUC ran on seeded Fourier
+features, their default until 65a7e4b (now ``features="auto"``, Nyström): a
+re-run today measures the Nyström default, which
+``benchmarks/su_auc_features.py`` compares with Fourier at ``"scale"``.
 """
 
 from __future__ import annotations

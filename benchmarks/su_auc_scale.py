@@ -13,7 +13,10 @@ as many negatives: positive class prior 0.7.
 * **QSGS2AUC**: ``--labels`` labeled rows and ``n`` unlabeled ones; test AUC on
   ``--n-test`` other rows.
 
-Estimator defaults otherwise (``solver="lbfgs"``, ``features="auto"``), with
+Estimator defaults otherwise (``solver="lbfgs"``; ``--features``, default
+``"auto"``: the estimators' default since 65a7e4b, Fourier before it, so
+the rows of ``su_auc_scale.json`` and ``su_auc_scale_2bb1783.json`` ran on
+Fourier features; ``--max-features`` sets ``max_features``), with
 ``sigma`` passed (``--sigma``, default ``"scale"``: the estimators' default
 now; revisions up to 2bb1783 defaulted to 1.0, which puts these standardised
 28-d rows at chance), inputs standardised on the training rows. ``--stream`` makes every
@@ -151,7 +154,7 @@ def main(argv=None):
     ap.add_argument("--sigma", default="scale",
                     type=lambda v: v if v == "scale" else float(v))
     ap.add_argument("--stream", action="store_true")
-    ap.add_argument("--features", default="fourier",
+    ap.add_argument("--features", default="auto",
                     choices=["fourier", "nystroem", "auto"])
     ap.add_argument("--max-features", type=int, default=None)
     ap.add_argument("--out", type=Path, required=True)

@@ -477,10 +477,11 @@ def test_callback_sees_usable_model():
 
 
 # ------------------------------------------------------- determinism ----
-def test_fit_twice_identical_bytes_and_save_load():
+@pytest.mark.parametrize("features", ["auto", "fourier"])
+def test_fit_twice_identical_bytes_and_save_load(features):
     X, ys, _ = two_gaussians(n=300, d=4, n_labeled=30, seed=14)
-    a = QSGS2AUC(**FAST).fit(X, ys)
-    b = QSGS2AUC(**FAST).fit(X, ys)
+    a = QSGS2AUC(**FAST, features=features).fit(X, ys)
+    b = QSGS2AUC(**FAST, features=features).fit(X, ys)
     assert a.to_bytes() == b.to_bytes()
     buf = a.to_bytes()
     c = QSGS2AUC.from_bytes(buf)
@@ -490,7 +491,8 @@ def test_fit_twice_identical_bytes_and_save_load():
 
 def test_save_load_file_roundtrip(tmp_path):
     X, ys, _ = two_gaussians(n=200, d=4, n_labeled=30, seed=15)
-    for est in (QSGS2AUC(**FAST), PNUAUC(prior=0.5), ExactS2AUC(prior=0.5),
+    for est in (QSGS2AUC(**FAST), QSGS2AUC(**FAST, features="fourier"),
+                PNUAUC(prior=0.5), ExactS2AUC(prior=0.5),
                 SupervisedKernelAUC(prior=0.5)):
         est.fit(X, ys)
         est.save(tmp_path / "m.wk")
@@ -501,18 +503,21 @@ def test_save_load_file_roundtrip(tmp_path):
                                       back.decision_function(X))
 
 
-def test_identical_with_one_and_two_numba_threads():
+@pytest.mark.parametrize("features", ["auto", "fourier"])
+def test_identical_with_one_and_two_numba_threads(features):
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("numba was started with one thread (NUMBA_NUM_THREADS=1)")
     X, ys, _ = two_gaussians(n=3000, d=8, n_labeled=60, seed=16)
-    params = {**FAST, "batch_size": 128, "block_size": 256, "max_iter": 40}
+    params = {**FAST, "batch_size": 128, "block_size": 256, "max_iter": 40,
+              "features": features}
     old = numba.get_num_threads()
     try:
         out = []
         for n in (1, 2):
             numba.set_num_threads(n)
             est = QSGS2AUC(**params).fit(X, ys)
-            # 3000 x 10240 features: above the parallel cut-off of the kernels
+            # 3000 rows x 3000 landmarks ("auto") or the Fourier default:
+            # above the parallel cut-off of the kernels
             out.append((est.to_bytes(), est.decision_function(X)))
     finally:
         numba.set_num_threads(old)
@@ -561,9 +566,10 @@ def test_clear_errors():
                     "dtype": "float64", "max_iter": 300}, solver="sgd").fit(X, ys)
 
 
-def test_model_file_layout_mismatch_is_rejected():
+@pytest.mark.parametrize("features", ["auto", "fourier"])
+def test_model_file_layout_mismatch_is_rejected(features):
     X, ys, _ = two_gaussians(n=100, d=3, n_labeled=20, seed=18)
-    est = QSGS2AUC(**FAST).fit(X, ys)
+    est = QSGS2AUC(**FAST, features=features).fit(X, ys)
     meta, arrays = est._artifact_state()
     arrays["coef"] = arrays["coef"][:, :-1]
     with pytest.raises(ValueError, match="layout"):

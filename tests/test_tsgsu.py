@@ -525,7 +525,8 @@ def test_fit_twice_identical_bytes_and_save_load(cls, tmp_path):
     np.testing.assert_array_equal(a.predict_proba(Xt), c.predict_proba(Xt))
 
 
-def test_thread_count_does_not_change_the_model():
+@pytest.mark.parametrize("features", ["auto", "fourier"])
+def test_thread_count_does_not_change_the_model(features):
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("numba was started with one thread")
     X, y, Xt, _ = su_problem(n_pairs=500, n_u=3000, seed=15)
@@ -536,7 +537,7 @@ def test_thread_count_does_not_change_the_model():
         for n in (1, 2):
             numba.set_num_threads(n)
             est = TSGSU(prior=0.7, block_size=64, max_iter=40,
-                        random_state=0).fit(X, y)
+                        features=features, random_state=0).fit(X, y)
             out.append((est.to_bytes(), est.decision_function(Xbig)))
     finally:
         numba.set_num_threads(old)

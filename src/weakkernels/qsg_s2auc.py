@@ -298,13 +298,15 @@ class _AUCRankerMixin(LabeledScoreMixin):
 # ------------------------------------------------------------- QSG-S2AUC ---
 @register
 class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
-    """Semi-supervised AUC maximization on seeded random features (paper 003).
+    """Semi-supervised AUC maximization on random or Nyström features (paper 003).
 
     Minimizes paper 003 Eq. (9): the PNU AUC risk Eq. (8) with the square
     pairwise loss plus ``lam / 2 ||f||_H^2``, over an expansion of random
-    features generated from ``(seed, block)``; prediction regenerates the
-    features from their seeds (Algorithm 2). Both solvers run the one
-    training loop of the random-feature estimators,
+    features generated from ``(seed, block)`` (prediction regenerates the
+    features from their seeds, Algorithm 2) or, by default with L-BFGS, of
+    Nyström features on landmarks drawn from the training rows
+    (``features``). Both solvers run the one training loop of the
+    random-feature estimators,
     :func:`weakkernels._dsg.fit_expansion`:
 
     * ``solver="sgd"`` is Algorithm 1: iteration ``t`` samples
@@ -642,7 +644,8 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
 
     def decision_function(self, X):
         """``f(x) - threshold_``, ``f`` regenerated from the seeds
-        (Algorithm 2). Larger means more likely positive; AUC-ranked. ``X``
+        (Algorithm 2; Nyström models: from the stored landmarks). Larger
+        means more likely positive; AUC-ranked. ``X``
         may be dense or scipy.sparse (CSR, CSC, COO)."""
         check_is_fitted(self)
         if is_dask_collection(X):

@@ -481,7 +481,7 @@ class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
 # ---------------------------------------------------------------------------
 @register
 class TSGSU(_SUBase):
-    """SU classification on seeded random features (paper 002).
+    """SU classification on random or Nyström features (paper 002).
 
     Minimizes paper 002 Eq. (9), ``J(f) = delta(R+) + delta(R-) + lam/2
     ||f||_H^2`` (the corrected risk of Eq. 8; see the module docstring), over
@@ -489,8 +489,8 @@ class TSGSU(_SUBase):
     model stores only seeds and coefficients and prediction regenerates the
     features, Algorithm 2) or, by default with L-BFGS, of Nyström features on
     landmarks drawn from the training rows (``features``). Both solvers run
-    the one training loop of the
-    random-feature estimators, :func:`weakkernels._dsg.fit_expansion`:
+    the one training loop of the random-feature estimators,
+    :func:`weakkernels._dsg.fit_expansion`:
 
     * ``solver="sgd"`` is Algorithm 1: each iteration samples ``batch_size``
       pair points and ``batch_size`` unlabeled points and a fresh block of
@@ -627,8 +627,8 @@ class TSGSU(_SUBase):
         ``benchmarks/su_auc_scale.py``; BENCHMARKS.md, "Fourier or Nyström
         features for TSGSU and QSG-S2AUC"): the Fourier count falls from
         ~4 900 at 10^5 rows to 1 024 at 10^6 (the 2 GiB bound of
-        :func:`weakkernels._dsg.primal_features`), and the error rose with
-        the data: 28-d synthetic rows, 5 000 pairs, test error at 2 x 10^4 /
+        :func:`weakkernels._dsg.primal_features`), and the error rose past
+        10^5 rows: 28-d synthetic rows, 5 000 pairs, test error at 2 x 10^4 /
         10^5 / 3 x 10^5 / 10^6 unlabeled rows Fourier 22.4 / 19.7 / 21.1 /
         21.8 %, Nyström 19.8 / 17.6 / 17.7 / 17.4 % (one seed). At equal CPU
         Nyström still wins there (2 x 10^4 rows, 3 seeds: 12 288 Fourier
@@ -637,7 +637,8 @@ class TSGSU(_SUBase):
         streamed landmarks 17.4 % in 90 s). On
         the paper 002 protocol (10 000 unlabeled, 3 seeds) Nyström's error
         is 9.56 / 6.62 / 1.37 % against Fourier's 9.45 / 7.22 / 1.45 %
-        (cod-rna / ijcnn1 / skin) at 4-5x the fit CPU (~20 s against ~5 s).
+        (cod-rna / ijcnn1 / skin) at 3.6-4.4x the fit CPU (~19 s against
+        ~5 s); ``features="fourier"`` is the fast choice there.
     max_features : int or None, default=None
         Feature budget (see :mod:`weakkernels._dsg`). ``solver="lbfgs"``:
         the expansion's size (None: :func:`weakkernels._dsg.primal_features`,
