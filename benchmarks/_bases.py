@@ -36,6 +36,19 @@ def revision() -> str:
     return rev.strip() + ("+dirty" if dirty.strip() else "")
 
 
+def append_row(out: Path, columns: list, row: dict) -> None:
+    """Append ``row`` to the CSV ``out`` (its header first if new) and echo
+    its non-empty cells: the resumable result files of the measurement
+    scripts, one fit per line."""
+    new = not out.exists()
+    with out.open("a", newline="") as fh:
+        w = csv.DictWriter(fh, columns)
+        if new:
+            w.writeheader()
+        w.writerow(row)
+    print(" ".join(f"{k}={row[k]}" for k in columns if row[k] != ""), flush=True)
+
+
 def compare_bases(out: Path, dataset: str, problems: dict, make, score, *,
                   metric: str, ms, sigmas, bases=("fourier", "nystroem"),
                   log=print) -> list[dict]:

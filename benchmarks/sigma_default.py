@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from _bases import revision
+from _bases import append_row, revision
 from weakkernels import QSGS2AUC, TSGSU
 from weakkernels._dsg import resolve_sigma
 from weakkernels.baselines.auc import PNUAUC, ExactS2AUC, SupervisedKernelAUC
@@ -67,13 +67,7 @@ def done_keys():
 
 
 def write(row):
-    new = not OUT.exists()
-    with OUT.open("a", newline="") as fh:
-        w = csv.DictWriter(fh, COLS)
-        if new:
-            w.writeheader()
-        w.writerow(row)
-    print(" ".join(f"{k}={row[k]}" for k in COLS if row[k] != ""), flush=True)
+    append_row(OUT, COLS, row)
 
 
 def timed_fit(est, X, y):

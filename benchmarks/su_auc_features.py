@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from _bases import revision
+from _bases import append_row, revision
 from weakkernels import QSGS2AUC, TSGSU
 
 OUT = Path(__file__).resolve().parent / "results" / "su_auc_features.csv"
@@ -61,13 +61,7 @@ def done_keys(out: Path) -> set:
 
 
 def write(out: Path, row: dict) -> None:
-    new = not out.exists()
-    with out.open("a", newline="") as fh:
-        w = csv.DictWriter(fh, COLS)
-        if new:
-            w.writeheader()
-        w.writerow(row)
-    print(" ".join(f"{k}={row[k]}" for k in COLS), flush=True)
+    append_row(out, COLS, row)
 
 
 def basis_params(setting: str) -> dict:
