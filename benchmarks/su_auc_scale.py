@@ -25,7 +25,10 @@ a level too large to hold does), so that each evaluation's passes over the
 rows dominate the fit. Each (method, n) fits in a fresh child process:
 ``fit_cpu_s`` is its ``time.process_time`` around ``fit`` (one thread: run
 with ``NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1``), ``peak_rss_mb`` its
-``VmHWM``; a small warm-up fit compiles the numba kernels first. Results are
+``VmHWM``; a small warm-up fit compiles the numba kernels first.
+``--no-moments`` turns off the one-pass moment form of the losses
+(``Problem.moments``, used on streamed levels since d3add83): the two-pass
+loss on every level, for a paired measurement of its gain. Results are
 appended to the JSON list ``--out`` with the revision of the code that ran, so
 two revisions run one after the other can be paired::
 
@@ -125,6 +128,16 @@ def run_one(method: str, n: int, args) -> dict:
         metric = "test_auc"
     if args.stream:
         _dsg.primal_cache_bytes = lambda: 0
+    if args.no_moments:
+        # the two-pass loss on every level (as before 2bb1783): the moment
+        # form's whole-fit gain is this run against one without the flag
+        init = _dsg.Problem.__init__
+
+        def two_pass(self, *a, **kw):
+            init(self, *a, **kw)
+            self.moments = None
+
+        _dsg.Problem.__init__ = two_pass
     # warm-up: compile the kernels outside the timed fit
     warm = np.r_[np.arange(400), np.arange(X_fit.shape[0] - 2000, X_fit.shape[0])]
     make().fit(X_fit[warm], y_fit[warm])
@@ -134,6 +147,7 @@ def run_one(method: str, n: int, args) -> dict:
     return {
         "method": method, "n_unlabeled": n, "sigma": args.sigma,
         "streamed": bool(args.stream), "features": args.features,
+        "moments": not args.no_moments,
         "max_features": args.max_features,
         "n_features_model": int(est.n_features_model_),
         "sigma_": float(est.sigma_), "rev": revision(), "fit_cpu_s": cpu,
@@ -157,6 +171,8 @@ def main(argv=None):
     ap.add_argument("--features", default="auto",
                     choices=["fourier", "nystroem", "auto"])
     ap.add_argument("--max-features", type=int, default=None)
+    ap.add_argument("--no-moments", action="store_true",
+                    help="two-pass loss on every level (Problem.moments off)")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--one", nargs=2, metavar=("METHOD", "N"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -171,7 +187,8 @@ def main(argv=None):
                  "--n-test", str(args.n_test), "--sigma", str(args.sigma),
                  "--out", str(args.out), "--features", args.features]
                 + ["--stream"] * args.stream
-                + ["--max-features", str(args.max_features)] * bool(args.max_features),
+                + ["--max-features", str(args.max_features)] * bool(args.max_features)
+                + ["--no-moments"] * args.no_moments,
                 check=True, capture_output=True, text=True).stdout
             row = json.loads(out.strip().splitlines()[-1])
             print(row, flush=True)
