@@ -516,8 +516,8 @@ def test_identical_with_one_and_two_numba_threads(features):
         for n in (1, 2):
             numba.set_num_threads(n)
             est = QSGS2AUC(**params).fit(X, ys)
-            # 3000 rows x 3000 landmarks ("auto") or the Fourier default:
-            # above the parallel cut-off of the kernels
+            # 3000 rows x ~1 400 Fourier features (or 3000 landmarks): more
+            # row-feature products than the kernels' parallel cut-off (2^21)
             out.append((est.to_bytes(), est.decision_function(X)))
     finally:
         numba.set_num_threads(old)
