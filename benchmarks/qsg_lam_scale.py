@@ -45,10 +45,9 @@ def problems():
             yield ds, seed, Xtr, ys, Xte, yte
     for seed in (0, 1, 2):
         X, y = sc.pool(45_000, seed=seed)
-        ys = y[:22_000].copy()
-        ys[2_000:] = -1
-        Xa, Xt = sc.standardise(X[:22_000], X[22_000:42_000])
-        yield "synthetic (standardised)", seed, Xa, ys, Xt, y[22_000:42_000]
+        # 2 000 labels, 20 000 unlabeled, 20 000 test rows
+        yield ("synthetic (standardised)", seed,
+               *sc.auc_problem(X, y, 2_000, 20_000, 20_000))
 
 
 def main(argv=None):

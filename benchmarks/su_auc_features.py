@@ -60,10 +60,6 @@ def done_keys(out: Path) -> set:
                 for r in csv.DictReader(fh)}
 
 
-def write(out: Path, row: dict) -> None:
-    append_row(out, COLS, row)
-
-
 def basis_params(setting: str) -> dict:
     """``"fourier"`` / ``"auto"`` / ``"fourier:8192"`` -> estimator params."""
     features, _, m = setting.partition(":")
@@ -80,7 +76,8 @@ def fit_and_write(out, done, name, dataset, seed, make, X, y, score, metric):
         c0, w0 = time.process_time(), time.perf_counter()
         est.fit(X, y)
         cpu, wall = time.process_time() - c0, time.perf_counter() - w0
-        write(out, {"estimator": name, "dataset": dataset, "n_unlabeled": n_u,
+        append_row(out, COLS, {
+                    "estimator": name, "dataset": dataset, "n_unlabeled": n_u,
                     "seed": seed, "features": features, "basis": est.features_,
                     "n_features_model": int(est.n_features_model_),
                     "metric": metric, "value": f"{score(est):.5f}",
@@ -161,7 +158,8 @@ def part_synth(out, done, seeds, n_u=20000):
         for metric, val in (
                 ("test_auc", roc_auc_score(yt, svc.decision_function(Xt))),
                 ("test_error", float(np.mean(svc.predict(Xt) != yt)))):
-            write(out, {"estimator": "SVC()", "dataset": ds, "n_unlabeled": 0,
+            append_row(out, COLS, {
+                        "estimator": "SVC()", "dataset": ds, "n_unlabeled": 0,
                         "seed": seed, "features": "-", "basis": "exact",
                         "n_features_model": int(svc.support_.size),
                         "metric": metric, "value": f"{val:.5f}",
