@@ -29,8 +29,11 @@ def _data(n=900, d=6, seed=0, n_labeled=60):
 
 @pytest.fixture
 def small_levels(monkeypatch):
-    """Several levels and many chunks on a test-sized set."""
+    """Several levels and many chunks on a test-sized set (every sampled
+    level kept, however close to the next: the level machinery is what these
+    tests exercise)."""
     monkeypatch.setattr(_dsg, "PRIMAL_START_ROWS", 128)
+    monkeypatch.setattr(_dsg, "PRIMAL_MERGE_FRACTION", 1.0)
     monkeypatch.setattr(_dsg, "PRIMAL_CHUNK_ROWS", 50)
 
 
@@ -249,7 +252,8 @@ def test_levels_are_nested_and_end_with_every_row(monkeypatch):
     assert sizes[:3] == [100, 400, 1000]
     for a, b in zip(levels[:-2], levels[1:-1], strict=True):
         assert np.isin(a[2], b[2]).all()  # nested samples
-    assert [lv[2].size for lv in levels[:-1]] == [100, 400, 1600, 6400, 25600]
+    # the 25 600-row sample (of 30 000) is over half of every row: dropped
+    assert [lv[2].size for lv in levels[:-1]] == [100, 400, 1600, 6400]
 
 
 def test_levels_past_the_held_bound_jump_to_every_row(monkeypatch):
@@ -258,7 +262,7 @@ def test_levels_past_the_held_bound_jump_to_every_row(monkeypatch):
     monkeypatch.setattr(_dsg, "PRIMAL_START_ROWS", 100)
     sizes = [50, 30_000]
     full = primal_levels(sizes, seed=5)
-    assert [lv[1].size for lv in full[:-1]] == [100, 400, 1600, 6400, 25600]
+    assert [lv[1].size for lv in full[:-1]] == [100, 400, 1600, 6400]
     for held in (30_050, 10**9):  # the whole problem fits: nothing changes
         same = primal_levels(sizes, seed=5, held_rows=held)
         assert len(same) == len(full)
@@ -270,6 +274,27 @@ def test_levels_past_the_held_bound_jump_to_every_row(monkeypatch):
         np.testing.assert_array_equal(a[1], b[1])  # the same nested prefixes
     # a bound below level 0 keeps level 0, then every row
     assert len(primal_levels(sizes, seed=5, held_rows=10)) == 2
+
+
+def test_a_sample_near_every_row_is_not_a_level(monkeypatch):
+    """A sampled level of more than PRIMAL_MERGE_FRACTION of the next one's
+    rows is dropped; the others keep their nested prefixes."""
+    def sampled(sizes):
+        return [_dsg.level_rows(sizes, lv) for lv in primal_levels(sizes, seed=1)]
+
+    assert sampled([200, 4_800]) == [5_000]  # 4 296 of 5 000 rows: one level
+    assert sampled([1_000, 8_000]) == [9_000]  # 5 096 of 9 000
+    assert sampled([1_000, 10_000]) == [5_096, 11_000]  # 46 %: kept
+    assert sampled([50, 70_000]) == [4_146, 16_434, 70_050]  # 65 586 dropped
+    assert sampled([4_096]) == [4_096]
+    monkeypatch.setattr(_dsg, "PRIMAL_MERGE_FRACTION", 1.0)  # keep every level
+    assert sampled([200, 4_800]) == [4_296, 5_000]
+    assert sampled([50, 70_000]) == [4_146, 16_434, 65_586, 70_050]
+    kept = primal_levels([50, 70_000], seed=1)
+    monkeypatch.setattr(_dsg, "PRIMAL_MERGE_FRACTION", 0.5)
+    merged = primal_levels([50, 70_000], seed=1)
+    for a, b in zip(merged[:2], kept[:2], strict=True):
+        np.testing.assert_array_equal(a[1], b[1])  # the same nested prefixes
 
 
 def test_fit_cuts_its_levels_at_the_held_bound(small_levels, monkeypatch):

@@ -234,6 +234,13 @@ SCHEDULES = {"constant": 0, "decay": 1, "fixed": 2}
 # objective.
 PRIMAL_START_ROWS = 4096
 PRIMAL_GROWTH = 4
+# A sampled level holding more than this fraction of the next level's rows is
+# not solved: the next level starts from the previous one (or from zero, with
+# the annealing of C* on it). Solving nearly the same objective twice costs
+# more than the warm start saves, and the annealing on a near-complete sample
+# ends where the full one would not (BENCHMARKS.md, "Convergence and
+# defaults", section 10).
+PRIMAL_MERGE_FRACTION = 0.5
 # Rows per chunk of the chunked objective: fixed, not a function of the thread
 # count, so the chunks' partial sums are added in the same order for any
 # number of threads (bit-identical models).
@@ -1316,6 +1323,10 @@ def primal_levels(sizes, seed: int, held_rows: int | None = None) -> list:
     the sampling noise. 10^7 synthetic rows, 2 048 streamed landmarks
     (BENCHMARKS.md, "Streamed Nyström"): 8.57 % test error in 2 604 s CPU
     through the 1 M and 4 M levels, 8.67 % in 1 619 s without them.
+
+    A sampled level of more than :data:`PRIMAL_MERGE_FRACTION` of the next
+    level's rows is dropped (200 labeled and 4 800 unlabeled rows: level 0
+    would hold 4 296 of the 5 000, so the fit has one level, every row).
     """
     perms = [None if n <= PRIMAL_START_ROWS else np.random.Generator(
         np.random.Philox(key=seed + 3 + s)).permutation(n)
@@ -1326,11 +1337,15 @@ def primal_levels(sizes, seed: int, held_rows: int | None = None) -> list:
                  for p, n in zip(perms, sizes, strict=True)]
         levels.append(level)
         if all(i is None for i in level):
-            return levels
+            break
         if held_rows is not None and level_rows(sizes, level) > held_rows:
             levels.append([None] * len(sizes))
-            return levels
+            break
         m *= PRIMAL_GROWTH
+    rows = [level_rows(sizes, level) for level in levels]
+    return [level for k, level in enumerate(levels)
+            if k + 1 == len(levels)
+            or rows[k] <= PRIMAL_MERGE_FRACTION * rows[k + 1]]
 
 
 def level_rows(sizes, level) -> int:
