@@ -443,7 +443,7 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         Fourier features 0.877 in 112 s against 2 048 streamed landmarks
         0.908 in 86 s). On the paper 003 protocol (n_u = 4 800, 3 seeds)
         Nyström's AUC is 0.9608 / 0.8509 / 0.9982 against Fourier's 0.9590 /
-        0.8434 / 0.9980 (cod-rna / ijcnn1 / skin), at ~9 s of fit CPU
+        0.8434 / 0.9980 (cod-rna / ijcnn1 / skin), at 5-7 s of fit CPU
         against ~0.7 s (4 096 landmarks against 1 120 frequencies).
     max_features : int or None, default=None
         Feature budget. ``solver="lbfgs"``: the expansion's size (None:
