@@ -410,7 +410,10 @@ def test_default_features_grow_with_the_data():
     assert D[:3] == [4096, 1888, 1024]  # small sets: the cost rule, unchanged
     assert D[4] >= 3500 and D[5] >= 3900  # ijcnn1-, MNIST-sized: ~16 sqrt(n)
     assert max(D) <= 8192 and D[6] == 2048  # 2 GiB of held features binds
-    assert D[-1] == 1024  # 10^7 rows: features streamed, the floor
+    # past the held bound: streamed, STREAMED_FEATURES from there on
+    assert D[7] == D[8] == _dsg.STREAMED_FEATURES == 2048
+    assert primal_features(300_000, 32, 28) == 2048  # held would allow 1 789
+    assert primal_features(10**7, 32, 20_000) == 1024  # the frequency budget
     assert primal_features(61_000, 32, 784) == D[5]
     assert primal_features(61_000, 32, 20_000) == 1024  # the frequency budget
 
