@@ -7,8 +7,9 @@ count), on the protocols' own splits and a synthetic set.
 ``"auto"`` is TSGS3VM's default basis (:func:`weakkernels._dsg.resolve_basis`):
 Nyström landmarks -- every row up to 4 096 rows, ~24 sqrt(n) held up to the
 2 GiB bound, 2 048 streamed beyond -- where ``"fourier"`` gets
-:func:`weakkernels._dsg.primal_features` seeded frequencies (1 024 past
-~524 k rows). One process, one thread (``NUMBA_NUM_THREADS=1
+:func:`weakkernels._dsg.primal_features` seeded frequencies (2 048 past
+~262 k rows since 7c5edcb; 1 024 past ~524 k rows when the committed
+rows ran). One process, one thread (``NUMBA_NUM_THREADS=1
 OMP_NUM_THREADS=1``), ``random_state`` = seed:
 
 * ``--part su``: paper 002's protocol as ``benchmarks/tsgsu_protocol.py``

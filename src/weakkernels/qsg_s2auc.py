@@ -436,8 +436,9 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         ``benchmarks/su_auc_scale.py``; BENCHMARKS.md, "Fourier or Nyström
         features for TSGSU and QSG-S2AUC"): 28-d synthetic rows, 2 000
         labels, test AUC at 2 x 10^4 / 10^5 / 3 x 10^5 / 10^6 unlabeled
-        rows Fourier 0.868 / 0.887 / 0.868 / 0.859 (its count falls to 1 024
-        at 10^6 rows), Nyström 0.905 / 0.912 / 0.915 / 0.908 (one seed;
+        rows Fourier 0.868 / 0.887 / 0.868 / 0.859 (its count then fell
+        to 1 024 at 10^6 rows; 2 048 since 7c5edcb, not re-measured here),
+        Nyström 0.905 / 0.912 / 0.915 / 0.908 (one seed;
         ``SVC()`` on the labels: 0.926, 3 seeds at 2 x 10^4). At
         equal CPU Nyström still wins there (10^6 rows: 4 096 streamed
         Fourier features 0.877 in 112 s against 2 048 streamed landmarks

@@ -625,9 +625,10 @@ class TSGSU(_SUBase):
         ``features_``.
         Why ``"auto"`` by default (``benchmarks/su_auc_features.py``,
         ``benchmarks/su_auc_scale.py``; BENCHMARKS.md, "Fourier or Nyström
-        features for TSGSU and QSG-S2AUC"): the Fourier count falls from
+        features for TSGSU and QSG-S2AUC"): the Fourier count fell from
         ~4 900 at 10^5 rows to 1 024 at 10^6 (the 2 GiB bound of
-        :func:`weakkernels._dsg.primal_features`), and the error rose past
+        :func:`weakkernels._dsg.primal_features`; 2 048 there since
+        7c5edcb, not re-measured for TSGSU), and the error rose past
         10^5 rows: 28-d synthetic rows, 5 000 pairs, test error at 2 x 10^4 /
         10^5 / 3 x 10^5 / 10^6 unlabeled rows Fourier 22.4 / 19.7 / 21.1 /
         21.8 %, Nyström 19.8 / 17.6 / 17.7 / 17.4 % (one seed). At equal CPU
