@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -55,12 +56,17 @@ SCHEDULES = {"merged": {}, "every": {"PRIMAL_MERGE_FRACTION": 1.0},
              "one": {"PRIMAL_START_ROWS": 1 << 62}}
 
 
+@contextmanager
 def schedule(name: str):
-    """Set the module constants of schedule ``name``; returns a restorer."""
-    old = {k: getattr(_dsg, k) for k in ("PRIMAL_MERGE_FRACTION", "PRIMAL_START_ROWS")}
-    for k, v in SCHEDULES[name].items():
-        setattr(_dsg, k, v)
-    return lambda: [setattr(_dsg, k, v) for k, v in old.items()]
+    """Schedule ``name``'s module constants for the ``with`` block."""
+    old = {k: getattr(_dsg, k) for k in SCHEDULES[name]}
+    try:
+        for k, v in SCHEDULES[name].items():
+            setattr(_dsg, k, v)
+        yield
+    finally:
+        for k, v in old.items():
+            setattr(_dsg, k, v)
 
 
 def timed_fit(est, X, y, name):
@@ -72,15 +78,14 @@ def timed_fit(est, X, y, name):
         seen.append("/".join(str(_dsg.level_rows(sizes, lv)) for lv in levels))
         return levels
 
-    restore = schedule(name)
     _dsg.primal_levels = spy
     try:
-        c0 = time.process_time()
-        est.fit(X, y)
-        return time.process_time() - c0, seen[0] if seen else ""
+        with schedule(name):
+            c0 = time.process_time()
+            est.fit(X, y)
+            return time.process_time() - c0, seen[0] if seen else ""
     finally:
         _dsg.primal_levels = real
-        restore()
 
 
 def part_s3vm(a, out, rev):
@@ -92,8 +97,7 @@ def part_s3vm(a, out, rev):
         for U in a.U:
             for seed in a.seeds:
                 lab, parts, _ = sa.split(a.dataset, yp, L, U, seed, Xt.shape[0])
-                XU = np.vstack([Xp[i] if src == "pool" else Xt[i]
-                                for src, i in parts])
+                XU = sa.unlabeled_rows(parts, Xp, Xt)
                 X = np.vstack([Xp[lab], XU])
                 y = np.r_[yp[lab], np.full(XU.shape[0], -1)]
                 runs = [("tsgs3vm", s, {}) for s in a.schedules]

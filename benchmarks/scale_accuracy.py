@@ -148,6 +148,11 @@ def split(dataset, yp, n_lab, n_unl, seed, Xt_rows):
     return lab, [("pool", np.sort(rest[:n_unl]))], None
 
 
+def unlabeled_rows(parts, Xp, Xt):
+    """The unlabeled rows of :func:`split`'s ``parts`` (pool or test rows)."""
+    return np.vstack([(Xt if src == "test" else Xp)[i] for src, i in parts])
+
+
 def make(method: str, C: float, sigma: float, seed: int):
     """``(estimator, semi_supervised, tuned)`` for a method name."""
     from sklearn.kernel_approximation import Nystroem
@@ -298,8 +303,7 @@ def run(a, argv) -> int:
                     for U in Us:
                         lab, parts, val = split(a.dataset, yp, L, U, seed,
                                                 Xt.shape[0])
-                        XU = np.vstack([(Xt if src == "test" else Xp)[i]
-                                        for src, i in parts])
+                        XU = unlabeled_rows(parts, Xp, Xt)
                         Xv_, yv_ = (Xp[val], yp[val]) if val is not None else (Xv, yv)
                         for m in a.methods.split(","):
                             for name, est, cpu, cstar, verr in fits(
