@@ -102,6 +102,10 @@ def run_child(args) -> dict:
         from weakkernels import _dsg
 
         _dsg.PRIMAL_LARGE_LEVEL_MAX_ITER = args.large_level_max_iter
+    if args.start_rows:  # rows per set of the first sample level
+        from weakkernels import _dsg
+
+        _dsg.PRIMAL_START_ROWS = args.start_rows
     # warm-up: compile the numba kernels outside the timed fit
     y_warm = np.asarray(y_true[:2000]).astype(np.int8)
     y_warm[1000:] = -1
@@ -220,6 +224,8 @@ def setting(args) -> str:
         parts.append(f"features={args.features}")
     if args.large_level_max_iter:
         parts.append(f"PRIMAL_LARGE_LEVEL_MAX_ITER={args.large_level_max_iter}")
+    if args.start_rows:
+        parts.append(f"PRIMAL_START_ROWS={args.start_rows}")
     return ", ".join(parts) or "defaults"
 
 
@@ -318,6 +324,9 @@ def parser() -> argparse.ArgumentParser:
                     help="lbfgs: C_star = this x paper 004's rule C n_l / n_u")
     ap.add_argument("--large-level-max-iter", type=int, default=None,
                     help="lbfgs: override _dsg.PRIMAL_LARGE_LEVEL_MAX_ITER")
+    ap.add_argument("--start-rows", type=int, default=None,
+                    help="lbfgs: override _dsg.PRIMAL_START_ROWS (past the "
+                    "rows: one level, the annealing on every row)")
     ap.add_argument("--svc", action="store_true",
                     help="also fit SVC(C, gamma=sigma) on the labeled rows")
     ap.add_argument("--extrapolate", default="",
@@ -387,6 +396,8 @@ def main(argv=None) -> int:
                 cmd += ["--C-star-factor", str(args.C_star_factor)]
             if args.large_level_max_iter:
                 cmd += ["--large-level-max-iter", str(args.large_level_max_iter)]
+            if args.start_rows:
+                cmd += ["--start-rows", str(args.start_rows)]
             if args.svc:
                 cmd.append("--svc")
             res = subprocess.run(cmd, capture_output=True, text=True)
