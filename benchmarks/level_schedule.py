@@ -1,16 +1,20 @@
-"""The sample levels of ``solver="lbfgs"``, side by side: today's schedule
-against the one before ``PRIMAL_MERGE_FRACTION`` and against one level.
+"""The sample levels of ``solver="lbfgs"``, side by side: the schedules
+before ``PRIMAL_MERGE_FRACTION`` and before ``PRIMAL_ANNEAL_EVERY_ROW``
+against one level.
 
 Schedules (``--schedules``; every other setting at the estimator's default):
 
-* ``merged``: today's (:func:`weakkernels._dsg.primal_levels`): a sampled
-  level of more than ``PRIMAL_MERGE_FRACTION`` (0.5) of the next level's rows
-  is dropped;
-* ``every``: every sampled level kept (``PRIMAL_MERGE_FRACTION = 1``, the
-  schedule before it): level 0 holds 4 096 rows per set even when a set has
-  4 800;
+* ``merged``: :func:`weakkernels._dsg.primal_levels` as it is, a sampled
+  level of more than ``PRIMAL_MERGE_FRACTION`` (0.5) of the next level's
+  rows dropped, without ``PRIMAL_ANNEAL_EVERY_ROW`` (the default from
+  95f043f to be9f3d9): the annealing of C* runs on level 0;
+* ``every``: as ``merged`` with every sampled level kept
+  (``PRIMAL_MERGE_FRACTION = 1``, the schedule before 95f043f): level 0
+  holds 4 096 rows per set even when a set has 4 800;
 * ``one``: one level, every row (``PRIMAL_START_ROWS`` past the data): the
-  annealing of C* runs on every row.
+  annealing of C* runs on every row. Today's default for an annealed fit
+  whose features are held (``PRIMAL_ANNEAL_EVERY_ROW``); past the held
+  bound it differs (the default keeps the sample levels there).
 
 Parts:
 
@@ -52,7 +56,9 @@ from weakkernels import _dsg
 OUT = Path(__file__).resolve().parent / "results" / "level_schedule.csv"
 COLS = ["estimator", "dataset", "L", "U", "seed", "schedule", "level_rows",
         "metric", "value", "fit_cpu_s", "rev"]
-SCHEDULES = {"merged": {}, "every": {"PRIMAL_MERGE_FRACTION": 1.0},
+SCHEDULES = {"merged": {"PRIMAL_ANNEAL_EVERY_ROW": False},
+             "every": {"PRIMAL_MERGE_FRACTION": 1.0,
+                       "PRIMAL_ANNEAL_EVERY_ROW": False},
              "one": {"PRIMAL_START_ROWS": 1 << 62}}
 
 

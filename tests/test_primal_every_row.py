@@ -30,10 +30,11 @@ def _data(n=900, d=6, seed=0, n_labeled=60):
 @pytest.fixture
 def small_levels(monkeypatch):
     """Several levels and many chunks on a test-sized set (every sampled
-    level kept, however close to the next: the level machinery is what these
-    tests exercise)."""
+    level kept, however close to the next, and an annealed fit on held
+    features too: the level machinery is what these tests exercise)."""
     monkeypatch.setattr(_dsg, "PRIMAL_START_ROWS", 128)
     monkeypatch.setattr(_dsg, "PRIMAL_MERGE_FRACTION", 1.0)
+    monkeypatch.setattr(_dsg, "PRIMAL_ANNEAL_EVERY_ROW", False)
     monkeypatch.setattr(_dsg, "PRIMAL_CHUNK_ROWS", 50)
 
 
@@ -295,6 +296,49 @@ def test_a_sample_near_every_row_is_not_a_level(monkeypatch):
     merged = primal_levels([50, 70_000], seed=1)
     for a, b in zip(merged[:2], kept[:2], strict=True):
         np.testing.assert_array_equal(a[1], b[1])  # the same nested prefixes
+
+
+def test_an_annealed_fit_on_held_features_is_one_level(monkeypatch):
+    """TSGS3VM (annealed) on a set whose features are all held runs on every
+    row at once; past the held bound, and for a fit with nothing annealed in
+    (``anneal=0``, ``C_star=0``), the sample levels stay."""
+    monkeypatch.setattr(_dsg, "PRIMAL_START_ROWS", 128)
+    X, _, y_semi = _data(n=900)  # 60 labeled, 840 unlabeled rows
+    calls, real = [], _dsg.primal_levels
+    entered = []
+
+    def spy(sizes, seed, held_rows=None):
+        levels = real(sizes, seed, held_rows)
+        calls.append(len(levels))
+        return levels
+
+    class Level(_dsg.Whitening):  # built once per level entered
+        def __init__(self, spec):
+            entered.append(1)
+            super().__init__(spec)
+
+    monkeypatch.setattr(_dsg, "primal_levels", spy)
+    monkeypatch.setattr(_dsg, "Whitening", Level)
+    one = TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
+    # 188 rows, all 900 (572 dropped, PRIMAL_MERGE_FRACTION): all only
+    assert calls == [2] and len(entered) == 1
+    D = one.n_features_model_
+    for flag, held in ((False, None), (True, 4 * D * 100)):
+        calls.clear(), entered.clear()
+        with monkeypatch.context() as m:
+            m.setattr(_dsg, "PRIMAL_ANNEAL_EVERY_ROW", flag)
+            if held:  # 100 rows held: level 0 (188 rows) streams
+                m.setattr(_dsg, "HELD_FEATURE_BYTES", held)
+            TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
+        assert len(entered) == calls[0] > 1
+    for kw in ({"anneal": 0.0}, {"C_star": 0.0}):  # nothing annealed in
+        calls.clear(), entered.clear()
+        TSGS3VM(C=1.0, random_state=0, **kw).fit(X, y_semi)
+        assert len(entered) == calls[0] == 2
+    # the one level is the old schedule's last: every row
+    monkeypatch.setattr(_dsg, "PRIMAL_START_ROWS", 1 << 40)
+    ref = TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
+    np.testing.assert_array_equal(ref.coef_, one.coef_)
 
 
 def test_fit_cuts_its_levels_at_the_held_bound(small_levels, monkeypatch):

@@ -877,12 +877,14 @@ def test_the_candidates_are_scored_on_the_largest_held_level(monkeypatch,
                                                              held_bytes):
     """5 800 unlabeled rows: level 0 samples 4 096 of them, level 1 holds
     all (every sampled level kept: by PRIMAL_MERGE_FRACTION the 4 296-row
-    level 0 would be dropped as near every row). The five candidates are
-    scored once each, after the solver entered both levels; with no level
-    held (held_bytes=0), on the first one."""
+    level 0 would be dropped as near every row, and by
+    PRIMAL_ANNEAL_EVERY_ROW the held set would be one level). The five
+    candidates are scored once each, after the solver entered both levels;
+    with no level held (held_bytes=0), on the first one."""
     import weakkernels.tsgs3vm as mod
 
     monkeypatch.setattr(_dsg, "PRIMAL_MERGE_FRACTION", 1.0)
+    monkeypatch.setattr(_dsg, "PRIMAL_ANNEAL_EVERY_ROW", False)
     if held_bytes is not None:
         monkeypatch.setattr(_dsg, "HELD_FEATURE_BYTES", held_bytes)
     events = []

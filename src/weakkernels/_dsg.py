@@ -231,7 +231,8 @@ SCHEDULES = {"constant": 0, "decay": 1, "fixed": 2}
 # each warm-started from the previous one, the last holding every row: the
 # costly full passes start close to the optimum. The losses are written with
 # each set's full size, so every level is an unbiased estimate of the same
-# objective.
+# objective. (An annealed fit whose features are held has one level, every
+# row: PRIMAL_ANNEAL_EVERY_ROW.)
 PRIMAL_START_ROWS = 4096
 PRIMAL_GROWTH = 4
 # A sampled level holding more than this fraction of the next level's rows is
@@ -242,6 +243,18 @@ PRIMAL_GROWTH = 4
 # CPU; QSG-S2AUC the same AUC in 0.54-0.86x (BENCHMARKS.md, "Convergence and
 # defaults", section 10).
 PRIMAL_MERGE_FRACTION = 0.5
+# An annealed fit (TSGS3VM's C* > 0, raised from 0) whose every row's
+# features fit HELD_FEATURE_BYTES has one level: the annealing runs on every
+# row, not on a 4 096-row sample that the later levels only refine at full
+# C*. The sample's path ends further from the supervised machine where the
+# unlabeled rows do not help: ijcnn1, 1 000 labels, 20 000 / 47 990
+# unlabeled rows, 7.74 / 7.74 % against 7.98 / 8.04 % (C* = 0: 7.79 /
+# 7.80 %; 5 seeds); 2 000 labels 6.38 against 6.83 %; MNIST U = 60 000 5.76
+# against 5.81 %; at 0.73-1.22x the CPU. It loses on ijcnn1 with 20 000
+# labels (C* held out): 3.23 against 3.02 %, 2 seeds (BENCHMARKS.md,
+# "Convergence and defaults", section 11). Past the bound the sample levels
+# stay: there every pass streams its features.
+PRIMAL_ANNEAL_EVERY_ROW = True
 # Rows per chunk of the chunked objective: fixed, not a function of the thread
 # count, so the chunks' partial sums are added in the same order for any
 # number of threads (bit-identical models).
@@ -1411,7 +1424,14 @@ def _fit_primal(problem, spec, n_blocks, max_iter, anneal, tol, seed, monitor):
     norm = dtype.type(1.0 / np.sqrt(n_blocks))
     D = W.shape[-1]
     # (the rows whose features fit the held bound, as enter() decides it)
-    levels = primal_levels(sizes, seed, HELD_FEATURE_BYTES // (4 * D))
+    held_rows = HELD_FEATURE_BYTES // (4 * D)
+    levels = primal_levels(sizes, seed, held_rows)
+    # an annealed part: a term the weight switches on (TSGS3VM's unlabeled
+    # loss at C* > 0; with C* = 0 the stages are one convex problem)
+    annealed = (anneal > 0 and problem.uses is not None
+                and problem.uses(1.0) != problem.uses(0.0))
+    if annealed and PRIMAL_ANNEAL_EVERY_ROW and sum(sizes) <= held_rows:
+        levels = levels[-1:]  # every row: the annealing runs where it is used
     budget = primal_cache_bytes()
     balance = problem.intercept == "balance"
     # an anchored balance (see Problem) starts from the supervised machine:

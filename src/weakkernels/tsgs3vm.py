@@ -705,11 +705,13 @@ default="auto"
         ``"sgd"`` is paper 000's Algorithm 1: triply stochastic functional
         gradient steps (labeled minibatch, unlabeled minibatch, fresh block
         of random features). ``"lbfgs"`` minimises the same objective over a
-        fixed expansion by L-BFGS in its primal over every row (nested seeded
-        samples from 4096 rows per set up to all, :func:`weakkernels._dsg.
-        primal_levels`; the basis is ``features``): the SGD
-        reaches the exact SVM's accuracy only with far more iterations than a
-        default can afford when ``C`` is large (BENCHMARKS.md, "Convergence").
+        fixed expansion by L-BFGS in its primal over every row (annealed on
+        every row at once while the features are held, else on nested
+        seeded samples from 4096 rows per set up to all,
+        :func:`weakkernels._dsg.primal_levels`; the basis is ``features``):
+        the SGD reaches the exact SVM's accuracy only with far more
+        iterations than a default can afford when ``C`` is large
+        (BENCHMARKS.md, "Convergence").
     tol : float, default=1e-5
         ``solver="lbfgs"``: stop a stage when the largest gradient entry falls
         below ``tol`` times its value at the stage's start.
