@@ -118,6 +118,12 @@ def part_s3vm(a, out, rev):
                         "seed": seed, "schedule": sched, "level_rows": levels,
                         "metric": "test_error", "value": f"{100 * err:.3f}",
                         "fit_cpu_s": f"{cpu:.2f}", "rev": rev})
+                    if hasattr(est, "validation_errors_"):
+                        # the held-out choice of C* (stdout only: the CSV's
+                        # columns are those of its first rows)
+                        print(f"  C*_ = {est.C_star_:g}; held-out (C*, error): "
+                              f"{est.validation_errors_.round(4).tolist()}",
+                              flush=True)
 
 
 def part_qsg(a, out, rev):
