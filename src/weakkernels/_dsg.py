@@ -250,10 +250,11 @@ PRIMAL_MERGE_FRACTION = 0.5
 # unlabeled rows do not help: ijcnn1, 1 000 labels, 20 000 / 47 990
 # unlabeled rows, 7.74 / 7.74 % against 7.98 / 8.04 % (C* = 0: 7.79 /
 # 7.80 %; 5 seeds); 2 000 labels 6.38 against 6.83 %; MNIST U = 60 000 5.76
-# against 5.81 %; at 0.73-1.22x the CPU. It loses on ijcnn1 with 20 000
-# labels (C* held out): 3.23 against 3.02 %, 2 seeds (BENCHMARKS.md,
-# "Convergence and defaults", section 11). Past the bound the sample levels
-# stay: there every pass streams its features.
+# against 5.81 %; at 0.74-1.20x the CPU. It loses on ijcnn1 with 20 000
+# labels, 3.25 against 3.10 % (3 seeds), where the held-out choice keeps
+# C* = 0 on one more seed (BENCHMARKS.md, "Convergence and defaults",
+# section 11). Past the bound the sample levels stay: there every pass
+# streams its features.
 PRIMAL_ANNEAL_EVERY_ROW = True
 # Rows per chunk of the chunked objective: fixed, not a function of the thread
 # count, so the chunks' partial sums are added in the same order for any
