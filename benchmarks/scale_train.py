@@ -62,6 +62,12 @@ from weakkernels.pipeline.synthetic import (
     write_synthetic,
 )
 
+# solver constants a run may override: (argument, weakkernels._dsg name) --
+# the L-BFGS iterations of a streamed level, the rows per set of the first
+# sample level (past the data: one level)
+DSG_OVERRIDES = (("large_level_max_iter", "PRIMAL_LARGE_LEVEL_MAX_ITER"),
+                 ("start_rows", "PRIMAL_START_ROWS"))
+
 
 def run_child(args) -> dict:
     from weakkernels import TSGS3VM
@@ -98,14 +104,11 @@ def run_child(args) -> dict:
             vf = args.validation_fraction
             kw["validation_fraction"] = (None if vf == "none" else
                                          vf if vf == "auto" else float(vf))
-    if args.large_level_max_iter:  # L-BFGS iterations of a streamed level
-        from weakkernels import _dsg
+    from weakkernels import _dsg
 
-        _dsg.PRIMAL_LARGE_LEVEL_MAX_ITER = args.large_level_max_iter
-    if args.start_rows:  # rows per set of the first sample level
-        from weakkernels import _dsg
-
-        _dsg.PRIMAL_START_ROWS = args.start_rows
+    for arg, name in DSG_OVERRIDES:
+        if getattr(args, arg):
+            setattr(_dsg, name, getattr(args, arg))
     # warm-up: compile the numba kernels outside the timed fit
     y_warm = np.asarray(y_true[:2000]).astype(np.int8)
     y_warm[1000:] = -1
@@ -222,10 +225,8 @@ def setting(args) -> str:
         parts.append(f"max_features={args.max_features}")
     if args.features != "auto":
         parts.append(f"features={args.features}")
-    if args.large_level_max_iter:
-        parts.append(f"PRIMAL_LARGE_LEVEL_MAX_ITER={args.large_level_max_iter}")
-    if args.start_rows:
-        parts.append(f"PRIMAL_START_ROWS={args.start_rows}")
+    parts += [f"{name}={getattr(args, arg)}" for arg, name in DSG_OVERRIDES
+              if getattr(args, arg)]
     return ", ".join(parts) or "defaults"
 
 
@@ -394,10 +395,9 @@ def main(argv=None) -> int:
                 cmd += ["--C-star", str(args.C_star)]
             if args.C_star_factor is not None:
                 cmd += ["--C-star-factor", str(args.C_star_factor)]
-            if args.large_level_max_iter:
-                cmd += ["--large-level-max-iter", str(args.large_level_max_iter)]
-            if args.start_rows:
-                cmd += ["--start-rows", str(args.start_rows)]
+            for arg, _ in DSG_OVERRIDES:
+                if getattr(args, arg):
+                    cmd += ["--" + arg.replace("_", "-"), str(getattr(args, arg))]
             if args.svc:
                 cmd.append("--svc")
             res = subprocess.run(cmd, capture_output=True, text=True)
