@@ -52,6 +52,15 @@ Methods (``--methods``, comma-separated):
   written beside the tuned one, and a ``_tuned1se`` row: the same fits, the
   winner kept only if it beats C* = 0 by one standard error of the paired
   validation difference (:func:`one_se_rule`), else the C* = 0 machine.
+* ``_tuned5`` (e.g. ``tsgs3vm_tuned5``): the same on the estimator's own
+  grid, ``{0, 0.1, 1, 3, 10} x C n_l / n_u``
+  (:data:`weakkernels._dsg.SELECT_STAGES`, the candidates of
+  ``validation_fraction``), so that the per-point weight at large U can
+  reach the rule's weight at small U. Every candidate is written (``_x0.1``,
+  ``_x3``, ``_x10`` beside ``_c0`` and the plain row), then the
+  ``_tuned5`` / ``_tuned5_1se`` choices and, from the first three fits, the
+  ``_tuned`` / ``_tuned1se`` rows of the narrow grid: both choices side by
+  side from the same fits.
 
 Usage::
 
@@ -85,7 +94,7 @@ import numpy as np
 
 from _bases import revision
 from _tracking import parent_run
-from weakkernels._dsg import one_se_better
+from weakkernels._dsg import SELECT_STAGES, one_se_better
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("WEAKKERNELS_DATA", ROOT.parent / "shared/data/raw"))
@@ -93,6 +102,8 @@ OUT = ROOT / "benchmarks" / "results" / "scale_accuracy"
 N_VAL = 1000
 # C* grid of the ``_tuned`` methods, in units of paper 004's C n_l / n_u
 CSTAR_GRID = (0.0, 0.1, 1.0)
+# ... and of the ``_tuned5`` methods: the estimator's held-out candidates
+CSTAR_GRID5 = SELECT_STAGES
 COLUMNS = ["dataset", "method", "L", "U", "seed", "error", "balanced_error",
            "features", "fit_cpu_s", "C", "sigma", "C_star", "val_error", "rev"]
 
@@ -182,8 +193,8 @@ def make(method: str, C: float, sigma: float, seed: int):
             kw["validation_fraction"] = None
         elif token == "c01":  # a tenth of paper 004's rule (set at fit)
             kw["C_star"] = 0.1
-        elif token == "tuned":
-            tuned = True
+        elif token in ("tuned", "tuned5"):
+            tuned = token
         elif token == "s01" and cls is CCCPTSVM:
             kw["s"] = -0.1
         elif token in ("sq", "sm"):
@@ -223,9 +234,9 @@ def fits(method, a, sigma, seed, L, XL, yl, XU, Xv, yv):
     X = np.vstack([XL, XU])
     y = np.r_[yl, np.full(n_u, -1)]
     rule = a.C * L / n_u
-    grid = CSTAR_GRID if tuned else (
+    grid = {"tuned": CSTAR_GRID, "tuned5": CSTAR_GRID5}.get(tuned) or (
         (est.C_star,) if est.C_star is not None else (1.0,))
-    base = method.replace("_tuned", "")
+    base = method.replace("_" + tuned, "") if tuned else method
     cands = []
     for mult in grid:
         if tuned or est.C_star is not None:
@@ -235,7 +246,8 @@ def fits(method, a, sigma, seed, L, XL, yl, XU, Xv, yv):
         cpu = time.process_time() - t0
         val = _errors(est, Xv, yv)[0] if Xv is not None else ""
         name = (method if not tuned else
-                base + "_c0" if mult == 0 else base if mult == 1 else None)
+                base + "_c0" if mult == 0 else base if mult == 1 else
+                f"{base}_x{mult:g}" if tuned == "tuned5" else None)
         if name is not None:
             yield name, est, cpu, est.C_star_, val
         if tuned:
@@ -245,9 +257,17 @@ def fits(method, a, sigma, seed, L, XL, yl, XU, Xv, yv):
         # ties go to the smaller C* (the grid ascends): no unlabeled weight
         # that the validation rows do not pay for
         best = min(cands, key=lambda c: c[0])
+        sep = "_" if tuned == "tuned5" else ""
         yield method, *best[1:4], best[0]
         chosen = one_se_rule(cands)
-        yield method + "1se", *chosen[1:4], chosen[0]
+        yield method + sep + "1se", *chosen[1:4], chosen[0]
+        if tuned == "tuned5":  # the narrow grid's choices, same fits
+            narrow = [c for c, m in zip(cands, grid, strict=True)
+                      if m in CSTAR_GRID]
+            best = min(narrow, key=lambda c: c[0])
+            yield base + "_tuned", *best[1:4], best[0]
+            chosen = one_se_rule(narrow)
+            yield base + "_tuned1se", *chosen[1:4], chosen[0]
 
 
 def one_se_rule(cands):

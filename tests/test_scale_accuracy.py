@@ -40,6 +40,31 @@ def test_tuned_fits_the_grid_and_picks_on_validation():
     assert np.mean(out[3][1].predict(X[val]) != y[val]) == out[3][4]
 
 
+def test_tuned5_writes_every_candidate_and_both_grids_choices():
+    """``_tuned5`` fits the estimator's own C* candidates (SELECT_STAGES x the
+    rule), writes each, then its own choices and the narrow grid's, the
+    latter picked among the first three fits only."""
+    X, y_semi, y = two_gaussians(n=260, d=5, n_labeled=20, seed=4)
+    lab, unl = np.flatnonzero(y_semi >= 0), np.flatnonzero(y_semi < 0)
+    val, unl = unl[:60], unl[60:]
+    out = list(sa.fits("tsgs3vm_tuned5", _args(), "scale", 0, lab.size,
+                       X[lab], y[lab], X[unl], X[val], y[val]))
+    assert [o[0] for o in out] == [
+        "tsgs3vm_c0", "tsgs3vm_x0.1", "tsgs3vm", "tsgs3vm_x3", "tsgs3vm_x10",
+        "tsgs3vm_tuned5", "tsgs3vm_tuned5_1se", "tsgs3vm_tuned",
+        "tsgs3vm_tuned1se"]
+    rule = 10.0 * lab.size / unl.size
+    assert np.allclose([o[3] for o in out[:5]],
+                       np.array(sa.CSTAR_GRID5) * rule)
+    val_errs = [o[4] for o in out[:5]]
+    assert out[5][4] == min(val_errs)
+    assert out[7][4] == min(val_errs[:3])
+    assert np.isclose(out[7][3] / rule, sa.CSTAR_GRID).any()
+    # each chosen row is its fitted machine, scored again here
+    for o in out[5:]:
+        assert np.mean(o[1].predict(X[val]) != y[val]) == o[4]
+
+
 def test_one_se_rule_keeps_the_supervised_machine_unless_one_se_better():
     """Paired one-standard-error rule against a hand computation on 100
     validation rows: C* = 0 is wrong on rows 0-9; the candidate fixes
