@@ -70,6 +70,8 @@ Usage::
     python benchmarks/scale_accuracy.py --dataset ijcnn1 --L 1000 \\
         --U 2000,8000,20000,48990 --seeds 0,1,2 --methods svc,tsgs3vm_tuned
     python benchmarks/scale_accuracy.py --plot ijcnn1     # figures from the CSV
+    python benchmarks/scale_accuracy.py --plot ijcnn1 --rev 0119dbd \\
+        --methods svc,tsgs3vm_c0,tsgs3vm,tsgs3vm_tuned1se --png ijcnn1_u_0119dbd
 
 Writes ``benchmarks/results/scale_accuracy/<dataset>.csv`` (one row per fit,
 appended; ``rev`` is the git revision that ran it), logs every fit as a
@@ -362,38 +364,56 @@ def table(rows) -> str:
     return "\n".join(out)
 
 
-def plot(dataset: str, rev: str | None) -> int:
+def plot(dataset: str, rev: str | None, methods: str | None = None,
+         name: str | None = None) -> int:
     """Error vs L (at the largest U of each L) and error vs U (per L) from the
-    CSV, one line per method, medians over seeds, one revision."""
+    CSV, one line per method (``methods``: comma-separated, else all), medians
+    over seeds, for the revision(s) ``rev``; written to ``<name or
+    dataset>.png``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
     import pandas as pd
 
     df = pd.read_csv(OUT / f"{dataset}.csv", dtype={"rev": str})
     if "rev" in df and df["rev"].notna().any():
         rev = rev or df["rev"].dropna().iloc[-1]
         df = df[df["rev"].isin(rev.split(","))]
+    if methods:
+        df = df[df["method"].isin(methods.split(","))]
     med = df.groupby(["method", "L", "U"], as_index=False)["error"].median()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    # the error-vs-L panel only where some method has more than one L
+    with_L = bool((med.groupby("method")["L"].nunique() > 1).any())
+    fig, axes = plt.subplots(1, 1 + with_L, figsize=(5.5 * (1 + with_L), 4),
+                             squeeze=False)
+    axes = axes[0]
     for m, g in med.groupby("method"):
         byL = g.loc[g.groupby("L")["U"].idxmax()]
         if byL["L"].nunique() > 1:
             axes[0].plot(byL["L"], 100 * byL["error"], "o-", label=m)
         for L, gl in g.groupby("L"):
             if gl["U"].nunique() > 1:
-                axes[1].plot(gl["U"], 100 * gl["error"], "o-", label=f"{m} L={L}")
-    for ax, x in zip(axes, ("L (labeled rows)", "U (unlabeled rows)"), strict=True):
+                axes[-1].plot(gl["U"], 100 * gl["error"], "o-", label=f"{m} L={L}")
+    labels = ("L (labeled rows)", "U (unlabeled rows)")[-len(axes):]
+    for ax, x in zip(axes, labels, strict=True):
         ax.set_xscale("log")
+        # a tick at each size measured, not the log axis' minor labels,
+        # which overlap on a one- or two-decade axis
+        ax.set_xticks(sorted(med[x[0]].unique()))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
+            lambda v, _: f"{v:,.0f}"))
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlabel(x)
         ax.set_ylabel("test error %")
         ax.grid(alpha=0.3)
         if ax.lines:
             ax.legend(fontsize=7)
-    fig.suptitle(f"{dataset}: error vs L and vs U (median over seeds; rev {rev})")
+    fig.suptitle(f"{dataset}: error vs {'L and vs U' if with_L else 'U'} "
+                 f"(median over seeds; rev {rev})")
     fig.tight_layout()
-    out = OUT / f"{dataset}.png"
+    out = OUT / f"{name or dataset}.png"
     fig.savefig(out, dpi=110)
     print(f"wrote {out}")
     return 0
@@ -413,9 +433,13 @@ def main(argv=None) -> int:
                     help="draw the figures of DATASET from its CSV and exit")
     ap.add_argument("--rev", default=None,
                     help="--plot: the revision(s) to draw, comma-separated")
+    ap.add_argument("--png", default=None,
+                    help="--plot: the figure's name (default: the dataset's); "
+                         "--methods, if given, picks the lines")
     a = ap.parse_args(argv)
     if a.plot:
-        return plot(a.plot, a.rev)
+        methods = a.methods if "--methods" in argv else None
+        return plot(a.plot, a.rev, methods, a.png)
     if a.dataset is None:
         ap.error("--dataset is required (or --plot DATASET)")
     return run(a, argv)
