@@ -12,6 +12,11 @@ Data sets (through :mod:`weakkernels.pipeline.datasets` from the data mirror,
   (the file is in time order: a contiguous block is not representative);
   features min-max scaled
   on the pool, sigma = 1 / (d Var X) on the pool, C = 10.
+* ``ijcnn1_tstu``: ijcnn1 with the unlabeled rows drawn from ``ijcnn1.tst``
+  (a seeded sample of its 70 701 rows outside the test and validation rows),
+  not from the training file: the same labels, test and
+  validation rows and scaling. The two files are different recordings,
+  and the S3VM term adapts the boundary to wherever its unlabeled rows lie.
 * ``cod-rna``: the 59 535 rows in a seeded permutation (seed 0): the last
   9 000 are the test rows, the 1 000 before them the validation rows, the
   rest the pool; scaled and sigma as ijcnn1, C = 10.
@@ -102,6 +107,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("WEAKKERNELS_DATA", ROOT.parent / "shared/data/raw"))
 OUT = ROOT / "benchmarks" / "results" / "scale_accuracy"
 N_VAL = 1000
+# rows of ijcnn1.tst outside its 20 000 test and N_VAL validation rows
+N_IJCNN1_OTHER = 70701
 # C* grid of the ``_tuned`` methods, in units of paper 004's C n_l / n_u
 CSTAR_GRID = (0.0, 0.1, 1.0)
 # ... and of the ``_tuned5`` methods: the estimator's held-out candidates
@@ -123,18 +130,14 @@ def load(dataset: str):
     from weakkernels._dsg import resolve_sigma
     from weakkernels.pipeline.datasets import DATASETS, load_raw
 
-    raw = load_raw(dataset, DATA)
+    raw = load_raw(dataset.removesuffix("_tstu"), DATA)
     if dataset == "mnist":  # pixels / 255 by the registry's parser
         n = DATASETS["mnist"].extra["n_train"]
         X, y = raw.X.astype(np.float32), raw.y.astype(int)
         return X[:n], y[:n], X[n:], y[n:], None, None, 0.0128
     X, y = np.asarray(raw.X, dtype=np.float64), (raw.y > 0).astype(int)
-    if dataset == "ijcnn1":
-        # ijcnn1.tst is in time order: the validation rows are a seeded
-        # sample of its rows after the test rows, not a contiguous block
-        pool, test = np.arange(49990), np.arange(49990, 69990)
-        val = np.sort(np.random.default_rng(0).choice(
-            np.arange(69990, y.size), N_VAL, replace=False))
+    if dataset.startswith("ijcnn1"):
+        pool, test, val = _ijcnn1_rows(y.size)
     else:
         perm = np.random.default_rng(0).permutation(y.size)
         pool, val, test = perm[:-10000], perm[-10000:-9000], perm[-9000:]
@@ -142,8 +145,34 @@ def load(dataset: str):
     return Xp, y[pool], Xt, y[test], Xv, y[val], resolve_sigma("scale", Xp)
 
 
+def _ijcnn1_rows(n):
+    """Pool, test and validation rows of ijcnn1 (training file then
+    ``ijcnn1.tst``). The test file is in time order: the validation rows are
+    a seeded sample of its rows after the test rows, not a contiguous block."""
+    pool, test = np.arange(49990), np.arange(49990, 69990)
+    val = np.sort(np.random.default_rng(0).choice(
+        np.arange(69990, n), N_VAL, replace=False))
+    return pool, test, val
+
+
+def load_other(dataset: str):
+    """``ijcnn1_tstu``'s unlabeled source: the rows of ``ijcnn1.tst`` outside
+    the test and validation rows, scaled as the pool (None for other sets)."""
+    if dataset != "ijcnn1_tstu":
+        return None
+    from weakkernels.pipeline.datasets import load_raw
+
+    raw = load_raw("ijcnn1", DATA)
+    X = np.asarray(raw.X, dtype=np.float64)
+    pool, _, val = _ijcnn1_rows(X.shape[0])
+    other = np.setdiff1d(np.arange(69990, X.shape[0]), val)
+    assert other.size == N_IJCNN1_OTHER, other.size  # split() samples from it
+    return _minmax(X[pool], X[other])[1]
+
+
 def split(dataset, yp, n_lab, n_unl, seed, Xt_rows):
-    """Labeled pool indices, unlabeled rows (as ``("pool"|"test", idx)``) and,
+    """Labeled pool indices, unlabeled rows (as ``("pool"|"test"|"other",
+    idx)``) and,
     for MNIST, the validation pool indices (else None)."""
     rng = np.random.default_rng(seed)
     if dataset == "mnist":
@@ -157,13 +186,17 @@ def split(dataset, yp, n_lab, n_unl, seed, Xt_rows):
 
     lab = np.sort(train_test_split(np.arange(yp.size), train_size=n_lab,
                                    stratify=yp, random_state=seed)[0])
+    if dataset == "ijcnn1_tstu":  # load_other's rows, a seeded sample
+        return lab, [("other", np.sort(rng.permutation(N_IJCNN1_OTHER)[:n_unl]))], None
     rest = rng.permutation(np.setdiff1d(np.arange(yp.size), lab))
     return lab, [("pool", np.sort(rest[:n_unl]))], None
 
 
-def unlabeled_rows(parts, Xp, Xt):
-    """The unlabeled rows of :func:`split`'s ``parts`` (pool or test rows)."""
-    return np.vstack([(Xt if src == "test" else Xp)[i] for src, i in parts])
+def unlabeled_rows(parts, Xp, Xt, Xo=None):
+    """The unlabeled rows of :func:`split`'s ``parts`` (pool, test or, for
+    ``ijcnn1_tstu``, :func:`load_other`'s rows)."""
+    return np.vstack([{"test": Xt, "pool": Xp, "other": Xo}[src][i]
+                      for src, i in parts])
 
 
 def make(method: str, C: float, sigma: float, seed: int):
@@ -304,6 +337,7 @@ def _mlflow_fit(est, row, semi_name):
 
 def run(a, argv) -> int:
     Xp, yp, Xt, yt, Xv, yv, sigma = load(a.dataset)
+    Xo = load_other(a.dataset)
     Ls = [int(v) for v in (a.L or ("1000" if a.dataset == "mnist" else "2000")
                            ).split(",")]
     Us = [yp.size + (Xt.shape[0] if a.dataset == "mnist" else 0) - 1 if v == "all"
@@ -325,7 +359,7 @@ def run(a, argv) -> int:
                     for U in Us:
                         lab, parts, val = split(a.dataset, yp, L, U, seed,
                                                 Xt.shape[0])
-                        XU = unlabeled_rows(parts, Xp, Xt)
+                        XU = unlabeled_rows(parts, Xp, Xt, Xo)
                         Xv_, yv_ = (Xp[val], yp[val]) if val is not None else (Xv, yv)
                         for m in a.methods.split(","):
                             for name, est, cpu, cstar, verr in fits(
@@ -422,7 +456,7 @@ def plot(dataset: str, rev: str | None, methods: str | None = None,
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--dataset", choices=["ijcnn1", "cod-rna", "mnist"])
+    ap.add_argument("--dataset", choices=["ijcnn1", "ijcnn1_tstu", "cod-rna", "mnist"])
     ap.add_argument("--L", default=None, help="labeled sizes, comma-separated")
     ap.add_argument("--U", default=None, help="unlabeled sizes ('all': the rest)")
     ap.add_argument("--seeds", default="0")

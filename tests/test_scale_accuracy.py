@@ -144,3 +144,20 @@ def test_cccp_rows_share_the_grid_and_the_split():
         assert "unknown method" in str(exc)
     else:
         raise AssertionError("an unknown method name was accepted")
+
+
+def test_ijcnn1_tstu_draws_its_unlabeled_rows_from_the_other_source():
+    """``ijcnn1_tstu`` keeps ijcnn1's labeled rows and samples its unlabeled
+    ones, seeded, from ``load_other``'s rows (never the pool)."""
+    yp = np.r_[np.ones(500, int), np.zeros(4500, int)]
+    lab, parts, val = sa.split("ijcnn1", yp, 100, 300, 7, 20000)
+    lab2, parts2, val2 = sa.split("ijcnn1_tstu", yp, 100, 300, 7, 20000)
+    assert np.array_equal(lab, lab2) and val is None and val2 is None
+    (src, idx), = parts2
+    assert src == "other" and idx.size == 300 and np.unique(idx).size == 300
+    assert idx.max() < sa.N_IJCNN1_OTHER
+    again = sa.split("ijcnn1_tstu", yp, 100, 300, 7, 20000)[1][0][1]
+    assert np.array_equal(idx, again)
+    Xp, Xt, Xo = np.zeros((5, 2)), np.ones((5, 2)), np.arange(20.0).reshape(10, 2)
+    rows = sa.unlabeled_rows([("other", np.array([1, 3]))], Xp, Xt, Xo)
+    assert np.array_equal(rows, Xo[[1, 3]])
