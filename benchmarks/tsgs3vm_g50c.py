@@ -10,9 +10,16 @@ and in Chapelle & Zien (2005) -- hyper-parameters are chosen on the test error
 * TSGS3VM "as printed" (no balance, no annealing, C* = C n_l / n_u of paper 000);
 * FRS3VM with ceil(sqrt(n)) features (the paper's setting) and with 1024.
 
+``--defaults-grid`` instead measures issue 21's g50c bar: the estimators at
+their defaults (L-BFGS) but for ``sigma`` in {0.001, 0.003, 0.01} and ``C`` in
+{1, 10, 100}, official splits 0-4, ``random_state`` = the split index; SVC on
+the same grid; one CSV line per fit, and the best grid point's mean printed.
+
 Usage::
 
     NUMBA_NUM_THREADS=1 python benchmarks/tsgs3vm_g50c.py [--quick] [--balance B]
+    NUMBA_NUM_THREADS=1 python benchmarks/tsgs3vm_g50c.py --defaults-grid \
+        --out benchmarks/results/g50c_defaults_grid.csv
 """
 
 from __future__ import annotations
@@ -41,9 +48,9 @@ def load_g50c():
     return m["X"], y, m["idxLabs"] - 1, m["idxUnls"] - 1
 
 
-def split_errors(make, X, y, L, U):
+def split_errors(make, X, y, L, U, n_splits=None):
     errs, times = [], []
-    for s in range(L.shape[0]):
+    for s in range(L.shape[0] if n_splits is None else n_splits):
         idx = np.concatenate([L[s], U[s]])
         yy = np.full(idx.size, -1)
         yy[: L.shape[1]] = y[L[s]]
@@ -71,8 +78,12 @@ def main():
     ap.add_argument("--balance", default="mean", choices=["mean", "quantile"],
                     help="balancing constraint of the TSGS3VM/FRS3VM rows")
     ap.add_argument("--out", default="benchmarks/results/tsgs3vm_g50c.json")
+    ap.add_argument("--defaults-grid", action="store_true",
+                    help="issue 21's bar: defaults, sigma x C 3 x 3, splits 0-4")
     args = ap.parse_args()
     X, y, L, U = load_g50c()
+    if args.defaults_grid:
+        return defaults_grid(X, y, L, U, args.out)
     sigmas = [0.01] if args.quick else [0.005, 0.01, 0.02]
     Cs = [10.0] if args.quick else [10.0, 30.0, 100.0]
     C_stars = [100.0] if args.quick else [10.0, 30.0, 100.0, 300.0]
@@ -119,6 +130,44 @@ def main():
               f"{v['median_fit_s']:.2f} s | {v['params']} |")
 
 
+def defaults_grid(X, y, L, U, out):
+    """Every (sigma, C) of the bar's grid for SVC, TSGS3VM() and FRS3VM():
+    one CSV line per fit (model, sigma, C, split, test error, fit seconds)."""
+    import csv
+
+    from _bases import revision
+
+    makers = {"SVC (labeled only)": lambda p, s: _SVCAdapter(p["C"], p["sigma"]),
+              "TSGS3VM()": lambda p, s: TSGS3VM(random_state=s, **p),
+              "FRS3VM()": lambda p, s: FRS3VM(random_state=s, **p)}
+    rev, means = revision(), {}
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["model", "sigma", "C", "split", "error", "fit_s", "rev"])
+        for name, make in makers.items():
+            for sg, C in itertools.product((0.001, 0.003, 0.01), (1.0, 10.0, 100.0)):
+                errs = []
+                for s in range(5):  # official splits 0-4
+                    idx = np.concatenate([L[s], U[s]])
+                    yy = np.full(idx.size, -1)
+                    yy[: L.shape[1]] = y[L[s]]
+                    t = time.perf_counter()
+                    est = make(dict(sigma=sg, C=C), s).fit(X[idx], yy)
+                    t = time.perf_counter() - t
+                    errs.append(float(np.mean(est.predict(X[U[s]]) != y[U[s]])))
+                    w.writerow([name, sg, C, s, f"{errs[-1]:.4f}", f"{t:.3f}", rev])
+                means[name, sg, C] = np.mean(errs)
+                print(f"  {name} sigma={sg} C={C}: {100 * means[name, sg, C]:.2f}%",
+                      flush=True)
+    print("\n| model | best mean test error (splits 0-4) | at (sigma, C) |")
+    print("|---|---|---|")
+    for name in makers:
+        b = min((k for k in means if k[0] == name), key=means.get)
+        print(f"| {name} | {100 * means[b]:.2f}% | {b[1:]} |")
+    return 0
+
+
 class _SVCAdapter:
     """SVC on the labeled points only (y == -1 rows dropped)."""
 
@@ -134,4 +183,4 @@ class _SVCAdapter:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
