@@ -15,8 +15,9 @@ Data sets (through :mod:`weakkernels.pipeline.datasets` from the data mirror,
 * ``ijcnn1_tstu``: ijcnn1 with the unlabeled rows drawn from ``ijcnn1.tst``
   (a seeded sample of its 70 701 rows outside the test and validation rows),
   not from the training file: the same labels, test and
-  validation rows and scaling. The two files are different recordings,
-  and the S3VM term adapts the boundary to wherever its unlabeled rows lie.
+  validation rows and scaling. The two files are different distributions
+  (``benchmarks/ijcnn1_shift.py``), and the S3VM term adapts the boundary
+  to wherever its unlabeled rows lie.
 * ``cod-rna``: the 59 535 rows in a seeded permutation (seed 0): the last
   9 000 are the test rows, the 1 000 before them the validation rows, the
   rest the pool; scaled and sigma as ijcnn1, C = 10.

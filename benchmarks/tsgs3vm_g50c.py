@@ -48,9 +48,9 @@ def load_g50c():
     return m["X"], y, m["idxLabs"] - 1, m["idxUnls"] - 1
 
 
-def split_errors(make, X, y, L, U, n_splits=None):
+def split_errors(make, X, y, L, U):
     errs, times = [], []
-    for s in range(L.shape[0] if n_splits is None else n_splits):
+    for s in range(L.shape[0]):
         idx = np.concatenate([L[s], U[s]])
         yy = np.full(idx.size, -1)
         yy[: L.shape[1]] = y[L[s]]
