@@ -93,6 +93,7 @@ from __future__ import annotations
 import argparse
 import copy
 import csv
+import functools
 import os
 import sys
 import time
@@ -114,6 +115,7 @@ N_IJCNN1_OTHER = 70701
 CSTAR_GRID = (0.0, 0.1, 1.0)
 # ... and of the ``_tuned5`` methods: the estimator's held-out candidates
 CSTAR_GRID5 = SELECT_STAGES
+DEFAULT_METHODS = "svc,nystroem,tsgs3vm,tsgs3vm_c0"
 COLUMNS = ["dataset", "method", "L", "U", "seed", "error", "balanced_error",
            "features", "fit_cpu_s", "C", "sigma", "C_star", "val_error", "rev"]
 
@@ -124,14 +126,23 @@ def _minmax(Xp, *others):
     return [((A - lo) / span).astype(np.float32) for A in (Xp, *others)]
 
 
+@functools.lru_cache(maxsize=2)
+def _raw(name: str):
+    """The mirror's parsed set, read once per process (``load`` and
+    ``load_other`` both need ijcnn1's)."""
+    from weakkernels.pipeline.datasets import load_raw
+
+    return load_raw(name, DATA)
+
+
 def load(dataset: str):
     """``(X_pool, y_pool, X_test, y_test, X_val, y_val, sigma)`` as the module
     docstring says; the MNIST validation rows are picked per seed in
     :func:`split` (``X_val`` is None here)."""
     from weakkernels._dsg import resolve_sigma
-    from weakkernels.pipeline.datasets import DATASETS, load_raw
+    from weakkernels.pipeline.datasets import DATASETS
 
-    raw = load_raw(dataset.removesuffix("_tstu"), DATA)
+    raw = _raw(dataset.removesuffix("_tstu"))
     if dataset == "mnist":  # pixels / 255 by the registry's parser
         n = DATASETS["mnist"].extra["n_train"]
         X, y = raw.X.astype(np.float32), raw.y.astype(int)
@@ -161,10 +172,7 @@ def load_other(dataset: str):
     the test and validation rows, scaled as the pool (None for other sets)."""
     if dataset != "ijcnn1_tstu":
         return None
-    from weakkernels.pipeline.datasets import load_raw
-
-    raw = load_raw("ijcnn1", DATA)
-    X = np.asarray(raw.X, dtype=np.float64)
+    X = np.asarray(_raw("ijcnn1").X, dtype=np.float64)
     pool, _, val = _ijcnn1_rows(X.shape[0])
     other = np.setdiff1d(np.arange(69990, X.shape[0]), val)
     assert other.size == N_IJCNN1_OTHER, other.size  # split() samples from it
@@ -462,21 +470,22 @@ def main(argv=None) -> int:
     ap.add_argument("--U", default=None, help="unlabeled sizes ('all': the rest)")
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--C", type=float, default=10.0)
-    ap.add_argument("--methods", default="svc,nystroem,tsgs3vm,tsgs3vm_c0")
+    ap.add_argument("--methods", default=None,
+                    help=f"comma-separated (default {DEFAULT_METHODS}); with "
+                         "--plot: the lines to draw (default all)")
     ap.add_argument("--no-mlflow", action="store_true")
     ap.add_argument("--plot", metavar="DATASET", default=None,
                     help="draw the figures of DATASET from its CSV and exit")
     ap.add_argument("--rev", default=None,
                     help="--plot: the revision(s) to draw, comma-separated")
     ap.add_argument("--png", default=None,
-                    help="--plot: the figure's name (default: the dataset's); "
-                         "--methods, if given, picks the lines")
+                    help="--plot: the figure's name (default: the dataset's)")
     a = ap.parse_args(argv)
     if a.plot:
-        methods = a.methods if "--methods" in argv else None
-        return plot(a.plot, a.rev, methods, a.png)
+        return plot(a.plot, a.rev, a.methods, a.png)
     if a.dataset is None:
         ap.error("--dataset is required (or --plot DATASET)")
+    a.methods = a.methods or DEFAULT_METHODS
     return run(a, argv)
 
 

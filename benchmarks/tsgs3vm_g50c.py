@@ -48,12 +48,19 @@ def load_g50c():
     return m["X"], y, m["idxLabs"] - 1, m["idxUnls"] - 1
 
 
+def split_rows(y, L, U, s):
+    """Official split ``s``: its rows (labeled first) and their targets with
+    the unlabeled ones marked -1."""
+    idx = np.concatenate([L[s], U[s]])
+    yy = np.full(idx.size, -1)
+    yy[: L.shape[1]] = y[L[s]]
+    return idx, yy
+
+
 def split_errors(make, X, y, L, U):
     errs, times = [], []
     for s in range(L.shape[0]):
-        idx = np.concatenate([L[s], U[s]])
-        yy = np.full(idx.size, -1)
-        yy[: L.shape[1]] = y[L[s]]
+        idx, yy = split_rows(y, L, U, s)
         t = time.perf_counter()
         est = make(s).fit(X[idx], yy)
         times.append(time.perf_counter() - t)
@@ -149,9 +156,7 @@ def defaults_grid(X, y, L, U, out):
             for sg, C in itertools.product((0.001, 0.003, 0.01), (1.0, 10.0, 100.0)):
                 errs = []
                 for s in range(5):  # official splits 0-4
-                    idx = np.concatenate([L[s], U[s]])
-                    yy = np.full(idx.size, -1)
-                    yy[: L.shape[1]] = y[L[s]]
+                    idx, yy = split_rows(y, L, U, s)
                     t = time.perf_counter()
                     est = make(dict(sigma=sg, C=C), s).fit(X[idx], yy)
                     t = time.perf_counter() - t
