@@ -811,6 +811,39 @@ def test_the_fit_after_the_choice_is_the_fit_at_that_c_star(monkeypatch, stage):
     np.testing.assert_array_equal(held.intercept_, at.intercept_)
 
 
+@pytest.mark.parametrize("kept", [0, 2, 4, 5])
+def test_the_fit_after_a_cross_validated_choice_is_the_fit_at_that_choice(
+        monkeypatch, kept):
+    """5-fold CV (the default on a small set): the candidates are da's C*
+    multiples 0, .1, 1, 3, 10 and ramp_cccp at the rule; whichever is kept,
+    the returned machine is the plain fit at that C* and loss, bit for bit."""
+    import weakkernels.tsgs3vm as mod
+
+    seen = {}
+
+    def choose(errors, ref):
+        seen["n"], seen["ref"] = [e.size for e in errors], ref
+        return kept
+
+    monkeypatch.setattr(mod, "one_se_stage", choose)
+    X, y, _ = two_gaussians(n=600, d=5, n_labeled=100, seed=8)
+    kw = dict(C=10, max_features=128, random_state=0)
+    cv = TSGS3VM(**kw).fit(X, y)
+    rule = 10 * 100 / 500
+    assert cv.validation_fraction_ == 5
+    # every label scored once per candidate; the reference is the rule
+    assert seen == {"n": [100] * 6, "ref": 2}
+    assert cv.validation_losses_ == ("da",) * 5 + ("ramp_cccp",)
+    np.testing.assert_allclose(cv.validation_errors_[:, 0],
+                               np.array([0.0, 0.1, 1.0, 3.0, 10.0, 1.0]) * rule)
+    assert cv.unlabeled_loss_ == cv.validation_losses_[kept]
+    assert cv.C_star_ == pytest.approx(cv.validation_errors_[kept, 0])
+    at = TSGS3VM(C_star=cv.C_star_, unlabeled_loss=cv.unlabeled_loss_,
+                 validation_fraction=None, **kw).fit(X, y)
+    np.testing.assert_array_equal(cv.coef_, at.coef_)
+    np.testing.assert_array_equal(cv.intercept_, at.intercept_)
+
+
 def test_held_out_labels_are_deterministic_and_need_lbfgs():
     X, y, _ = two_gaussians(n=600, d=5, n_labeled=100, seed=7)
     old = numba.get_num_threads()
@@ -830,14 +863,31 @@ def test_held_out_labels_are_deterministic_and_need_lbfgs():
 
 def test_auto_holds_out_a_tenth_of_the_labels_from_ten_thousand_on():
     y = np.repeat([0, 1], [6000, 4000])
-    assert resolve_validation_fraction("auto", y, "lbfgs") == 0.1
-    assert resolve_validation_fraction("auto", y[1:], "lbfgs") is None  # 9 999
-    assert resolve_validation_fraction("auto", y, "sgd") is None
+    n = 100_000
+    assert resolve_validation_fraction("auto", y, "lbfgs", n) == 0.1
+    assert resolve_validation_fraction("auto", y[1:], "lbfgs", n) is None  # 9 999
+    assert resolve_validation_fraction("auto", y, "sgd", n) is None
     # a class with fewer than ten labels cannot give the held-out part one
     rare = np.r_[np.zeros(20000), np.ones(9)]
-    assert resolve_validation_fraction("auto", rare, "lbfgs") is None
-    assert resolve_validation_fraction(0.3, y[:50], "lbfgs") == 0.3
-    assert resolve_validation_fraction(None, y, "lbfgs") is None
+    assert resolve_validation_fraction("auto", rare, "lbfgs", n) is None
+    assert resolve_validation_fraction(0.3, y[:50], "lbfgs", n) == 0.3
+    assert resolve_validation_fraction(None, y, "lbfgs", n) is None
+
+
+def test_auto_cross_validates_where_every_row_is_a_landmark():
+    y = np.repeat([0, 1], [60, 40])
+    assert resolve_validation_fraction("auto", y, "lbfgs", 1500) == 5
+    assert resolve_validation_fraction("auto", y, "lbfgs", 4096) == 5
+    assert resolve_validation_fraction("auto", y, "lbfgs", 4097) is None
+    assert resolve_validation_fraction("auto", y, "sgd", 1500) is None
+    assert resolve_validation_fraction("auto", y, "lbfgs", 1500, True) is None
+    # five folds need five labels of every class
+    assert resolve_validation_fraction("auto", y[:64], "lbfgs", 1500) is None
+    assert resolve_validation_fraction(3, y[:64], "lbfgs", 1500) == 3
+    with pytest.raises(ValueError, match="at least 5 labels"):
+        resolve_validation_fraction(5, y[:64], "lbfgs", 1500)
+    with pytest.raises(ValueError, match="lbfgs"):
+        resolve_validation_fraction(5, y, "sgd", 1500)
 
 
 @pytest.mark.parametrize("kernel, eta0", [("rbf", 1.0), ("laplacian", 3.0)])

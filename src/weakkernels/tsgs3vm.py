@@ -32,7 +32,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.model_selection import train_test_split
+from sklearn.model_selection import StratifiedKFold, train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -53,6 +53,7 @@ from weakkernels._dsg import (
     expansion_state,
     fit_expansion,
     iteration_budget,
+    one_se_stage,
     resolve_sigma,
     seeded_sample,
     set_expansion_state,
@@ -305,22 +306,47 @@ def _held_out_errors(Y: np.ndarray, f: np.ndarray, rows) -> np.ndarray:
 # to spare (MNIST's 1 000: 100 held-out rows resolve about +-3 pp).
 AUTO_VALIDATION_MIN_LABELS = 10_000
 AUTO_VALIDATION_FRACTION = 0.1
+# Below that, where the whole problem has at most this many rows (every row a
+# Nystrom landmark: the exact kernel machine, a fit of seconds), "auto" chooses
+# by this many folds of cross-validation over the labels instead, with
+# ramp_cccp one more candidate for the binary default loss. On SSL-book g241n
+# (100 labels, 1 400 unlabeled) the rule falls to chance at C = 10 and the
+# choice keeps the machine CCCP-TSVM's loss finds (BENCHMARKS.md, "SSL-book
+# sets", "Cross-validated by default"); above this size the k + 1 fits would
+# cost minutes (MNIST, 61 000 rows: 8 minutes a fit) and the rule stays.
+AUTO_CV_MAX_ROWS = 4096
+AUTO_CV_FOLDS = 5
 
 
-def resolve_validation_fraction(value, y_labeled: np.ndarray, solver: str):
-    """The fraction of labels ``validation_fraction`` holds out (None: none)."""
+def resolve_validation_fraction(value, y_labeled: np.ndarray, solver: str,
+                                n_rows: int, distributed: bool = False):
+    """What ``validation_fraction`` does on this fit: a fraction of the labels
+    to hold out (float), a number of cross-validation folds (int) or nothing
+    (None). ``n_rows``: labeled + unlabeled rows; ``distributed``: a Dask
+    input (no cross-validation by default)."""
     if value is None:
         return None
+    counts = np.unique(y_labeled, return_counts=True)[1]
     if value != "auto":
         if solver != "lbfgs":
             raise ValueError('validation_fraction needs solver="lbfgs" (it chooses '
                              "among the annealing stages of the L-BFGS solver).")
+        if isinstance(value, Integral):
+            if counts.min() < value:
+                raise ValueError(
+                    f"validation_fraction={value} folds need at least {value} "
+                    f"labels of every class; the fewest are {counts.min()}.")
+            return int(value)
         return float(value)
-    counts = np.unique(y_labeled, return_counts=True)[1]
-    if (solver != "lbfgs" or y_labeled.size < AUTO_VALIDATION_MIN_LABELS
-            or counts.min() * AUTO_VALIDATION_FRACTION < 1):
+    if solver != "lbfgs":
         return None
-    return AUTO_VALIDATION_FRACTION
+    if y_labeled.size >= AUTO_VALIDATION_MIN_LABELS:
+        return (AUTO_VALIDATION_FRACTION
+                if counts.min() * AUTO_VALIDATION_FRACTION >= 1 else None)
+    if (not distributed and n_rows <= AUTO_CV_MAX_ROWS
+            and counts.min() >= AUTO_CV_FOLDS):
+        return AUTO_CV_FOLDS
+    return None
 
 
 _COMMON_CONSTRAINTS = {
@@ -337,6 +363,7 @@ _COMMON_CONSTRAINTS = {
                     "boolean"],
     "anneal": [Interval(Real, 0, 1, closed="left")],
     "validation_fraction": [Interval(Real, 0, 1, closed="neither"),
+                            Interval(Integral, 2, None, closed="left"),
                             StrOptions({"auto"}), None],
     **BASIS_CONSTRAINTS,
 }
@@ -407,8 +434,10 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
         seed = seed_from_random_state(self.random_state)
         self.seed_ = seed
         sgd = self.solver == "sgd"
+        # (C* = 0 leaves nothing to choose: every candidate is a multiple)
         self.validation_fraction_ = resolve_validation_fraction(
-            self.validation_fraction, yl, self.solver)
+            self.validation_fraction, yl, self.solver, X.shape[0],
+            hasattr(X, "primal_set")) if C_star > 0 else None
         B, max_blocks = self._layout(X.shape[0], (n_l, n_u), X.shape[1])
         spec, B, max_blocks, self.features_ = expansion_basis(
             self.features, solver=self.solver, kernel=self.kernel,
@@ -442,9 +471,15 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
             # the solver re-linearises would not follow
             raise NotImplementedError(
                 'unlabeled_loss="ramp_cccp" is not available on Dask inputs.')
+        # a cross-validated choice (validation_fraction = k folds) with the
+        # binary default loss: ramp_cccp at the rule is one more candidate,
+        # the loss that follows CCCP-TSVM on cluster-structured sets (g241n)
+        vf = self.validation_fraction_
+        ramp_candidate = (isinstance(vf, Integral) and K == 1
+                          and self.unlabeled_loss == "auto")
         # ramp_cccp: the slope of the linearised concave part per unlabeled
         # row and output, set by the solver at each concave-convex step
-        slope = np.zeros((n_u, K)) if cccp else None
+        slope = np.zeros((n_u, K)) if cccp or ramp_candidate else None
 
         def majorize(f, rows):
             """Re-linearise the concave part at the outputs ``f`` of the
@@ -456,11 +491,13 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
             slope[rows] = new
             return moved
 
-        def problem_for(XL, Y, C_star, held=None):
+        def problem_for(XL, Y, C_star, held=None, uname=uname):
             """Eq. (1) on the labeled rows ``XL`` (targets ``Y``) and every
-            unlabeled row; ``held``: rows and targets of held-out labels that
-            only score the annealing stages (:class:`Problem`'s ``select``)."""
+            unlabeled row, with the unlabeled loss ``uname``; ``held``: rows
+            and targets of held-out labels that only score the annealing
+            stages (:class:`Problem`'s ``select``)."""
             n_l = XL.shape[0]
+            cccp = uname == "ramp_cccp"
 
             def pointwise(s, f, rows, m, w):
                 """Eq. (1) with C and C* on sums (scikit-learn's SVC
@@ -503,33 +540,70 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
                 select=(2, partial(_held_out_errors, held[1])) if held else None,
             )
 
-        fit = partial(
-            fit_expansion, spec=spec, solver=self.solver, max_blocks=max_blocks,
-            n_iter=T, batch_size=self.batch_size,
-            step=lambda t, T: step_size(schedule, eta0, t, T),
-            # the concave-convex steps are their own continuation from their
-            # start (the supervised machine, or the constant mean_L y with
-            # balance="mean"): the C*-fraction stages cost g241n 3.8 pp
-            anneal=0.0 if cccp else float(self.anneal), tol=float(self.tol),
-            seed=seed)
-        if self.validation_fraction_ is not None:
+        def fit(problem, uname=uname, **kwargs):
+            return fit_expansion(
+                problem, spec=spec, solver=self.solver, max_blocks=max_blocks,
+                n_iter=T, batch_size=self.batch_size,
+                step=lambda t, T: step_size(schedule, eta0, t, T),
+                # the concave-convex steps are their own continuation from
+                # their start (the supervised machine, or the constant mean_L
+                # y with balance="mean"): the C*-fraction stages cost g241n
+                # 3.8 pp
+                anneal=0.0 if uname == "ramp_cccp" else float(self.anneal),
+                tol=float(self.tol), seed=seed, **kwargs)
+
+        if isinstance(vf, Integral):
+            # paper 004's choice of C* on labeled validation rows, by k-fold
+            # cross-validation where the labels are too few to hold a part
+            # out: every candidate fitted without each fold and scored on
+            # it; the errors pooled over the folds (each label scored once,
+            # by machines that did not see it) decide by the one-SE rule
+            # against paper 004's rule (the given C*, the given loss)
+            folds = StratifiedKFold(vf, shuffle=True, random_state=seed % 2**32)
+            pooled = {}
+            for tr, va in folds.split(np.zeros((n_l, 1)), yl):
+                held = (XL[va], Y[va])
+                runs = [(uname, fit(problem_for(XL[tr], Y[tr], C_star, held)))]
+                if ramp_candidate:
+                    slope[:] = 0.0  # each run starts from its own linearisation
+                    runs.append(("ramp_cccp", fit(problem_for(
+                        XL[tr], Y[tr], C_star, held, "ramp_cccp"), "ramp_cccp")))
+                for loss, run in runs:
+                    for w, err in run.stage_scores:
+                        if loss == uname or w > 0:  # one supervised candidate
+                            pooled.setdefault((loss, w), []).append(err)
+            cands = list(pooled)
+            # the reference is the rule, not the supervised machine: see
+            # one_se_stage
+            keep = cands[one_se_stage([np.concatenate(pooled[c]) for c in cands],
+                                      ref=cands.index((uname, 1.0)))]
+            self.validation_errors_ = np.array(
+                [(C_star * w, np.concatenate(pooled[(loss, w)]).mean())
+                 for loss, w in cands])
+            self.validation_losses_ = tuple(loss for loss, _ in cands)
+            uname = self.unlabeled_loss_ = keep[0]
+            C_star = self.C_star_ = C_star * keep[1]
+            if slope is not None:
+                slope[:] = 0.0
+        elif vf is not None:
             # paper 004's choice of C* on labeled validation rows: the
             # stages fitted without a seeded, stratified part of the labels,
             # carried up to the largest held sample level and scored there
             # on it; then the fit on every label at the C* kept
             tr, va = (np.sort(i) for i in train_test_split(
-                np.arange(n_l), test_size=self.validation_fraction_,
-                stratify=yl, random_state=seed % 2**32))
+                np.arange(n_l), test_size=vf, stratify=yl,
+                random_state=seed % 2**32))
             chosen = fit(problem_for(XL[tr], Y[tr], C_star, (XL[va], Y[va])))
             self.validation_errors_ = np.array(
                 [(C_star * w, err) for w, err in chosen.stage_errors])
+            self.validation_losses_ = (uname,) * len(chosen.stage_errors)
             C_star = self.C_star_ = C_star * chosen.weight
             if cccp:
                 slope[:] = 0.0  # the fit starts from its own linearisation
         monitor = callback_monitor(
             self, lambda model, b: self._set_model_state(model, X, idx_u, r, seed, b)
         )
-        result = fit(problem_for(XL, Y, C_star), monitor=monitor,
+        result = fit(problem_for(XL, Y, C_star, uname=uname), uname, monitor=monitor,
                      monitor_every=self.callback_every)
         self.n_iter_ = result.n_iter
         self.objective_curve_ = result.objective_curve
@@ -765,7 +839,8 @@ or bool, default="auto"
         this fraction of the steps; ``solver="lbfgs"``: any value > 0 solves
         the C*-fractions 0, .1, 1 in turn, each from the previous solution
         (on to 3 and 10 with ``validation_fraction``).
-    validation_fraction : float in (0, 1), "auto" or None, default="auto"
+    validation_fraction : float in (0, 1), int >= 2, "auto" or None, \
+default="auto"
         ``solver="lbfgs"``: choose C* as paper 004 does, on labeled
         validation rows. This fraction of the labels (seeded, stratified) is
         held out while the C* multiples 0, .1, 1, 3, 10 (0 and 1 with
@@ -780,10 +855,25 @@ or bool, default="auto"
         one ``C_star=C_star_, validation_fraction=None`` gives (the choice
         costs about five fits up to the largest held level -- the whole fit
         below 2 GiB of features -- and one more). ``C_star_`` is the C* kept,
-        ``validation_errors_`` each stage's (C*, held-out error). None:
-        C* as given (paper 004's rule by default). ``"auto"``: 0.1 from
-        :data:`AUTO_VALIDATION_MIN_LABELS` (10 000) labels on, else None
-        (the fraction used is ``validation_fraction_``).
+        ``validation_errors_`` each stage's (C*, held-out error). An int
+        ``k >= 2``: ``k``-fold cross-validation over the labels (stratified,
+        seeded) instead of one held-out part, for labels too few to spare:
+        the candidates are fitted without each fold, scored on it, and their
+        errors pooled over the folds (every label scored once) decide by the
+        one-SE rule against the given C* (not C* = 0: a few labels do not
+        resolve a gain of the unlabeled term, they do resolve a collapse;
+        :func:`weakkernels._dsg.one_se_stage`); with ``unlabeled_loss="auto"`` on a binary problem
+        ``"ramp_cccp"`` at the given C* is one more candidate
+        (``unlabeled_loss_`` says which loss was kept,
+        ``validation_losses_`` each candidate's). It costs about
+        ``k`` fits of every candidate, and one more. None: C* as given
+        (paper 004's rule by default). ``"auto"``: 0.1 from
+        :data:`AUTO_VALIDATION_MIN_LABELS` (10 000) labels on; below, 5 folds
+        where the problem has at most :data:`AUTO_CV_MAX_ROWS` (4 096) rows
+        and every class 5 labels, a NumPy input and ``C_star > 0`` (g241n,
+        100 labels: within 1 pp of CCCP-TSVM where the rule is 4.7 pp
+        behind; BENCHMARKS.md, "SSL-book sets"); else None, paper 004's
+        rule (what was used is ``validation_fraction_``).
     features : {"auto", "fourier", "nystroem"}
         The basis of the fixed expansion (TSGS3VM's default ``"auto"``,
         FRS3VM's ``"fourier"``: the paper's fixed-feature baseline).
@@ -818,8 +908,10 @@ _ATTRIBUTES_DOC = """classes_ : ndarray, the real classes (never -1).
     spec_ : FeatureSpec, the seeds and layout that regenerate the features.
     C_star_, sigma_, unlabeled_loss_, balance_ : the values used (resolved
         defaults; ``C_star_`` the one kept with ``validation_fraction``).
-    validation_errors_ : ndarray (n_stages, 2), with ``validation_fraction``
-        only: each annealing stage's C* and error on the held-out labels.
+    validation_errors_ : ndarray (n_candidates, 2), with
+        ``validation_fraction`` only: each candidate's C* and error on the
+        held-out labels (pooled over the folds with cross-validation).
+    validation_losses_ : tuple of str, each candidate's unlabeled loss.
     features_ : str, the basis used ("nystroem" or "fourier").
     n_iter_ : SGD steps, or L-BFGS iterations summed over the stages.
     objective_curve_ : minibatch loss estimate per SGD step, or the objective
