@@ -162,12 +162,13 @@ def _ours(cls: type, *, c_star: bool = False, callback: bool = True):
         kw = {k: v for k, v in p.items() if k not in ("c_star_scale",)}
         if c_star:
             kw["C_star"] = _c_star(p, ctx)
+        accepted = cls().get_params(deep=False)
+        if c_star and "validation_fraction" in accepted:
             # the study chooses C* on the split's validation labels: the
             # estimator's own cross-validated choice (validation_fraction=
             # "auto" on small sets) would nest a second one in every trial
             # at k + 1 times its cost; models.fixed may still ask for it
             kw.setdefault("validation_fraction", None)
-        accepted = cls().get_params(deep=False)
         if cls is TSGSU and kw.get("prior", "true") == "true":
             kw["prior"] = ctx.prior
         elif "prior" in accepted and kw.get("prior") is None \
