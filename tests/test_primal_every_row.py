@@ -301,7 +301,9 @@ def test_a_sample_near_every_row_is_not_a_level(monkeypatch):
 def test_an_annealed_fit_on_held_features_is_one_level(monkeypatch):
     """TSGS3VM (annealed) on a set whose features are all held runs on every
     row at once; past the held bound, and for a fit with nothing annealed in
-    (``anneal=0``, ``C_star=0``), the sample levels stay."""
+    (``anneal=0``, ``C_star=0``), the sample levels stay.
+    ``validation_fraction=None``: the levels of one fit, not of the folds
+    the default's choice of C* runs on a set this small."""
     monkeypatch.setattr(_dsg, "PRIMAL_START_ROWS", 128)
     X, _, y_semi = _data(n=900)  # 60 labeled, 840 unlabeled rows
     calls, real = [], _dsg.primal_levels
@@ -319,7 +321,7 @@ def test_an_annealed_fit_on_held_features_is_one_level(monkeypatch):
 
     monkeypatch.setattr(_dsg, "primal_levels", spy)
     monkeypatch.setattr(_dsg, "Whitening", Level)
-    one = TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
+    one = TSGS3VM(C=1.0, random_state=0, validation_fraction=None).fit(X, y_semi)
     # 188 rows, all 900 (572 dropped, PRIMAL_MERGE_FRACTION): all only
     assert calls == [2] and len(entered) == 1
     D = one.n_features_model_
@@ -329,22 +331,24 @@ def test_an_annealed_fit_on_held_features_is_one_level(monkeypatch):
             m.setattr(_dsg, "PRIMAL_ANNEAL_EVERY_ROW", flag)
             if held:  # 100 rows held: level 0 (188 rows) streams
                 m.setattr(_dsg, "HELD_FEATURE_BYTES", held)
-            TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
+            TSGS3VM(C=1.0, random_state=0, validation_fraction=None).fit(X, y_semi)
         assert len(entered) == calls[0] > 1
     for kw in ({"anneal": 0.0}, {"C_star": 0.0}):  # nothing annealed in
         calls.clear(), entered.clear()
-        TSGS3VM(C=1.0, random_state=0, **kw).fit(X, y_semi)
+        TSGS3VM(C=1.0, random_state=0, validation_fraction=None, **kw).fit(X, y_semi)
         assert len(entered) == calls[0] == 2
     # the one level is the old schedule's last: every row
     monkeypatch.setattr(_dsg, "PRIMAL_START_ROWS", 1 << 40)
-    ref = TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
+    ref = TSGS3VM(C=1.0, random_state=0, validation_fraction=None).fit(X, y_semi)
     np.testing.assert_array_equal(ref.coef_, one.coef_)
 
 
 def test_fit_cuts_its_levels_at_the_held_bound(small_levels, monkeypatch):
     """The solver hands primal_levels the rows whose features fit
     HELD_FEATURE_BYTES (the bound enter() calls large): 188 rows on level 0
-    over a 100-row bound leave level 0, then every row."""
+    over a 100-row bound leave level 0, then every row.
+    ``validation_fraction=None``: the levels of one fit, not of the folds
+    the default's choice of C* runs on a set this small."""
     X, _, y_semi = _data(n=900)  # 60 labeled, 840 unlabeled rows
     calls, real = [], _dsg.primal_levels
 
@@ -354,12 +358,12 @@ def test_fit_cuts_its_levels_at_the_held_bound(small_levels, monkeypatch):
         return levels
 
     monkeypatch.setattr(_dsg, "primal_levels", spy)
-    est = TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
+    est = TSGS3VM(C=1.0, random_state=0, validation_fraction=None).fit(X, y_semi)
     D = est.n_features_model_
     assert calls == [(_dsg.HELD_FEATURE_BYTES // (4 * D), 3)]  # 128, 512, all
     calls.clear()
     monkeypatch.setattr(_dsg, "HELD_FEATURE_BYTES", 4 * D * 100)
-    TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
+    TSGS3VM(C=1.0, random_state=0, validation_fraction=None).fit(X, y_semi)
     assert calls == [(100, 2)]
 
 
@@ -611,7 +615,9 @@ def test_folded_whitening_levels_give_the_row_whitened_model(small_levels,
 def test_levels_fold_from_the_row_rule_on(small_levels, monkeypatch):
     """Levels of 188 / 572 / 900 rows: with the rule at 500 rows the first
     streams whitened rows, the larger two fold; the default (None) keeps
-    all three whitened."""
+    all three whitened.
+    ``validation_fraction=None``: the levels of one fit, not of the folds
+    the default's choice of C* runs on a set this small."""
     X, _, y_semi = _data(n=900)
     seen, real = [], _dsg.Whitening
 
@@ -620,9 +626,9 @@ def test_levels_fold_from_the_row_rule_on(small_levels, monkeypatch):
         return real(spec)
 
     monkeypatch.setattr(_dsg, "Whitening", spy)
-    TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
+    TSGS3VM(C=1.0, random_state=0, validation_fraction=None).fit(X, y_semi)
     assert seen == [False, False, False]
     seen.clear()
     monkeypatch.setattr(_dsg, "PRIMAL_FOLD_MIN_ROWS", 500)
-    TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
+    TSGS3VM(C=1.0, random_state=0, validation_fraction=None).fit(X, y_semi)
     assert seen == [False, True, True]

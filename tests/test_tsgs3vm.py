@@ -773,7 +773,7 @@ def test_held_out_labels_keep_the_supervised_machine_where_unlabeled_rows_cost()
     ys = y.astype(int)
     ys[1500:] = -1
     kw = dict(C=10, sigma=spec.teacher_sigma, max_features=256, random_state=0)
-    rule = TSGS3VM(**kw).fit(X, ys)
+    rule = TSGS3VM(validation_fraction=None, **kw).fit(X, ys)
     held = TSGS3VM(validation_fraction=0.3, **kw).fit(X, ys)
     assert held.C_star_ == 0.0
     np.testing.assert_allclose(held.validation_errors_[:, 0],
@@ -883,6 +883,10 @@ def test_auto_cross_validates_where_every_row_is_a_landmark():
     assert resolve_validation_fraction("auto", y, "lbfgs", 1500, True) is None
     # five folds need five labels of every class
     assert resolve_validation_fraction("auto", y[:64], "lbfgs", 1500) is None
+    # one-vs-rest too (without the ramp_cccp candidate)
+    three = np.repeat([0, 1, 2], 40)
+    assert resolve_validation_fraction("auto", three, "lbfgs", 1500) == 5
+    assert resolve_validation_fraction("auto", three[36:], "lbfgs", 1500) is None
     assert resolve_validation_fraction(3, y[:64], "lbfgs", 1500) == 3
     with pytest.raises(ValueError, match="at least 5 labels"):
         resolve_validation_fraction(5, y[:64], "lbfgs", 1500)

@@ -306,14 +306,15 @@ def _held_out_errors(Y: np.ndarray, f: np.ndarray, rows) -> np.ndarray:
 # to spare (MNIST's 1 000: 100 held-out rows resolve about +-3 pp).
 AUTO_VALIDATION_MIN_LABELS = 10_000
 AUTO_VALIDATION_FRACTION = 0.1
-# Below that, where the whole problem has at most this many rows (every row a
-# Nystrom landmark: the exact kernel machine, a fit of seconds), "auto" chooses
-# by this many folds of cross-validation over the labels instead, with
-# ramp_cccp one more candidate for the binary default loss. On SSL-book g241n
-# (100 labels, 1 400 unlabeled) the rule falls to chance at C = 10 and the
-# choice keeps the machine CCCP-TSVM's loss finds (BENCHMARKS.md, "SSL-book
-# sets", "Cross-validated by default"); above this size the k + 1 fits would
-# cost minutes (MNIST, 61 000 rows: 8 minutes a fit) and the rule stays.
+# Below that, on a problem of at most this many rows (every row a Nystrom
+# landmark: the exact kernel machine, a fit of seconds), "auto" chooses by
+# this many folds of cross-validation over the labels instead, with ramp_cccp
+# one more candidate for the binary default loss. On SSL-book g241n (100
+# labels, 1 400 unlabeled) the rule falls to chance at C <= 10; the choice
+# does not (20.6 % best of C against CCCP-TSVM's 21.6 %; BENCHMARKS.md,
+# "SSL-book sets"); MNIST, 1 000 labels, 2 000 unlabeled: 6.87 against
+# 7.06 % (3 seeds), at about 10x the rule's CPU. Not above this size, where the
+# k + 1 fits would cost minutes.
 AUTO_CV_MAX_ROWS = 4096
 AUTO_CV_FOLDS = 5
 
@@ -862,15 +863,15 @@ default="auto"
         errors pooled over the folds (every label scored once) decide by the
         one-SE rule against the given C* (not C* = 0: a few labels do not
         resolve a gain of the unlabeled term, they do resolve a collapse;
-        :func:`weakkernels._dsg.one_se_stage`); with ``unlabeled_loss="auto"`` on a binary problem
-        ``"ramp_cccp"`` at the given C* is one more candidate
-        (``unlabeled_loss_`` says which loss was kept,
-        ``validation_losses_`` each candidate's). It costs about
+        :func:`weakkernels._dsg.one_se_stage`); with
+        ``unlabeled_loss="auto"`` on a binary problem ``"ramp_cccp"`` at the
+        given C* is one more candidate (``unlabeled_loss_`` says which loss
+        was kept, ``validation_losses_`` each candidate's). It costs about
         ``k`` fits of every candidate, and one more. None: C* as given
         (paper 004's rule by default). ``"auto"``: 0.1 from
         :data:`AUTO_VALIDATION_MIN_LABELS` (10 000) labels on; below, 5 folds
         where the problem has at most :data:`AUTO_CV_MAX_ROWS` (4 096) rows
-        and every class 5 labels, a NumPy input and ``C_star > 0`` (g241n,
+        and 5 labels of each class, a NumPy input and ``C_star > 0`` (g241n,
         100 labels: within 1 pp of CCCP-TSVM where the rule is 4.7 pp
         behind; BENCHMARKS.md, "SSL-book sets"); else None, paper 004's
         rule (what was used is ``validation_fraction_``).
