@@ -59,7 +59,7 @@ def _split_cfg() -> dict:
     cfg = repo_params()["split"]
     cfg.update(seeds=[0, 1], official=[],
                ssl={"n_labeled": 40, "n_unlabeled": [120], "n_val": 20,
-                    "n_test": 100},
+                    "n_test": 100, "transductive": False},
                su={**cfg["su"], "datasets": []})
     return cfg
 

@@ -227,6 +227,28 @@ def test_ssl_split_is_disjoint_stratified_nested():
         ssl_split(y, n_labeled=20, n_unlabeled=[2000], n_val=0, n_test=0, seed=0)
 
 
+def test_a_transductive_ssl_split_puts_the_test_points_first_in_the_pool():
+    """Paper 004's Table 1.5 protocol: U = the test points, then others; the
+    labeled, validation and test points are the inductive split's."""
+    y = np.r_[np.zeros(700, int), np.ones(300, int)]
+    kw = dict(n_labeled=20, n_unlabeled=[100, 300], n_val=50, n_test=200, seed=3)
+    ind = ssl_split(y, **kw)
+    tr = ssl_split(y, transductive=True, **kw)
+    for k in ("labeled", "val", "test", "n_unlabeled"):
+        assert np.array_equal(tr[k], ind[k])
+    assert np.array_equal(tr["unlabeled"][:200], tr["test"])
+    assert np.array_equal(tr["unlabeled"][200:], ind["unlabeled"][:100])
+    assert np.array_equal(resolve(tr, 100)["unlabeled"], tr["test"][:100])
+    assert not set(tr["unlabeled"]) & set(np.r_[tr["labeled"], tr["val"]])
+    # only the points beyond the test ones are counted against the set
+    ok = ssl_split(y[:400], n_labeled=20, n_unlabeled=[300], n_val=50,
+                   n_test=300, seed=0, transductive=True)
+    assert len(ok["unlabeled"]) == 300
+    with pytest.raises(ValueError, match="beyond the test points"):
+        ssl_split(y[:400], n_labeled=20, n_unlabeled=[400], n_val=50,
+                  n_test=300, seed=0, transductive=True)
+
+
 def test_official_split_is_transductive():
     lab = np.arange(20).reshape(2, 10)
     unl = np.arange(20, 60).reshape(2, 20)

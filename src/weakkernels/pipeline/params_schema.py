@@ -122,7 +122,7 @@ SCHEMA: dict[str, Any] = {
         "seeds": T("int", list_of=True),
         "official": T("str", list_of=True),
         "ssl": {"n_labeled": INT1, "n_unlabeled": SIZES,
-                "n_val": INT0, "n_test": INT1},
+                "n_val": INT0, "n_test": INT1, "transductive": T("bool")},
         "su": {"datasets": T("str", list_of=True), "positive": T("any"),
                "n_pairs": INT1, "n_unlabeled": SIZES,
                "n_val": INT0},

@@ -4,7 +4,9 @@
   points (stratified, at least one per class), a pool of unlabeled points whose
   prefixes give the nested unlabeled sizes, a labeled validation set used only by
   the tune stage, and a held-out test set.  The AUC protocol (P/N/U sets) is the
-  same split: the labeled points of class 1 are P, of class 0 are N.
+  same split: the labeled points of class 1 are P, of class 0 are N.  With
+  ``transductive`` the unlabeled pool starts with the test points (paper 004's
+  Table 1.5 protocol: U = the test set, then other points).
 * ``official`` -- the shipped splits (g50c: paper 004 §1.6.1, SSL book): split
   ``k`` uses ``idxLabs[k]`` as labeled and ``idxUnls[k]`` as unlabeled; the test
   set is the unlabeled set itself (transductive, as in the paper).  The validation
@@ -64,15 +66,27 @@ def ssl_split(
     n_val: int,
     n_test: int,
     seed: int,
+    transductive: bool = False,
 ) -> dict[str, np.ndarray]:
-    """Random semi-supervised split; unlabeled sizes are nested prefixes."""
+    """Random semi-supervised split; unlabeled sizes are nested prefixes.
+
+    ``transductive``: the unlabeled pool is the test points, then other
+    points (paper 004's MNIST protocol, Table 1.5): a model sees, unlabeled,
+    the points it is scored on -- the unlabeled rows that pay most where the
+    test points' distribution differs from the training pool's (ijcnn1's two
+    files; BENCHMARKS.md, "ijcnn1: unlabeled rows from the test file"). An
+    unlabeled size below ``n_test`` holds that many test points. The labeled,
+    validation and test points are those of the inductive split (same seed).
+    """
     y = np.asarray(y)
     rng = np.random.default_rng(seed)
     n_u = max(n_unlabeled)
-    need = n_labeled + n_u + n_val + n_test
+    n_other = max(n_u - n_test, 0) if transductive else n_u  # beyond the test
+    need = n_labeled + n_other + n_val + n_test
     if need > len(y):
         raise ValueError(
-            f"split needs {need} points (labeled {n_labeled} + unlabeled {n_u} + "
+            f"split needs {need} points (labeled {n_labeled} + unlabeled "
+            f"{n_other}{' beyond the test points' if transductive else ''} + "
             f"val {n_val} + test {n_test}) but the dataset has {len(y)}"
         )
     all_idx = rng.permutation(len(y))
@@ -81,7 +95,9 @@ def ssl_split(
     rest = rng.permutation(rest)
     val = rest[:n_val]
     test = rest[n_val : n_val + n_test]
-    unlabeled = rest[n_val + n_test : n_val + n_test + n_u]
+    unlabeled = rest[n_val + n_test : n_val + n_test + n_other]
+    if transductive:
+        unlabeled = np.concatenate([test, unlabeled])[:n_u]
     return {
         "labeled": labeled,
         "unlabeled": unlabeled,

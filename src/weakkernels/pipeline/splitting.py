@@ -2,7 +2,8 @@
 
 * ``ssl`` splits for every dataset: the shipped split ``k`` for datasets listed in
   ``split.official`` (g50c, SSL book; test = the unlabeled points), else a random
-  split with ``split.ssl`` sizes.  The AUC model reads the same file (P/N/U).
+  split with ``split.ssl`` sizes (``split.ssl.transductive``: the unlabeled
+  pool starts with the test points).  The AUC model reads the same file (P/N/U).
 * ``su`` splits (similar pairs, unlabeled, test = n_U/3; paper 002 §6) for the
   datasets in ``split.su.datasets``.
 
@@ -46,7 +47,7 @@ def make_splits(
                     y, n_labeled=int(ssl_cfg["n_labeled"]),
                     n_unlabeled=[int(n) for n in ssl_cfg["n_unlabeled"]],
                     n_val=int(ssl_cfg["n_val"]), n_test=int(ssl_cfg["n_test"]),
-                    seed=seed,
+                    seed=seed, transductive=bool(ssl_cfg["transductive"]),
                 )
             save_npz(split_path(out_dir, name, "ssl", seed), **sp)
             index[name][f"ssl_seed{seed}"] = {k: int(np.size(v)) for k, v in sp.items()}
