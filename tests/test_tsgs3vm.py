@@ -725,14 +725,16 @@ def test_ramp_cccp_is_deterministic_and_needs_lbfgs():
 
 
 # ------------------------------------------- C* chosen on held-out labels ----
-def _naive_one_se(errors):
+def _naive_one_se(errors, ref=0):
     """The one-standard-error rule written out with Python lists."""
-    base = list(errors[0])
+    base = list(errors[ref])
     m = len(base)
-    keep, keep_err = 0, None
+    keep, keep_err = ref, None
     if m < 2:
-        return 0
-    for j, e in enumerate(errors[1:], start=1):
+        return ref
+    for j, e in enumerate(errors):
+        if j == ref:
+            continue
         d = [a - b for a, b in zip(e, base, strict=True)]
         mean = sum(d) / m
         se = (sum((x - mean) ** 2 for x in d) / (m - 1)) ** 0.5 / m ** 0.5
@@ -750,6 +752,9 @@ def test_one_se_stage_matches_the_rule_written_out():
         p = rng.uniform(0.05, 0.5, size=3)
         errors = [(rng.uniform(size=m) < q).astype(float) for q in p]
         assert one_se_stage(errors) == _naive_one_se(errors), trial
+        # the cross-validated choice's reference: the rule's stage, not 0
+        ref = int(rng.integers(0, 3))
+        assert one_se_stage(errors, ref) == _naive_one_se(errors, ref), trial
     same = np.array([0, 1, 0, 1.0])
     assert one_se_stage([same, same, same]) == 0
     # 3 rows better and 2 worse out of 100 is within one standard error
@@ -758,6 +763,11 @@ def test_one_se_stage_matches_the_rule_written_out():
     mixed[:3] = 0.0
     mixed[-2:] = 1.0
     assert one_se_stage([base, mixed]) == 0
+    # ten rows better than the reference, whatever its index
+    better = np.r_[np.ones(10), np.zeros(90)]
+    assert one_se_stage([better, base], ref=1) == 0
+    assert one_se_stage([base, better], ref=0) == 1
+    assert one_se_stage([base, base], ref=1) == 1
     # ten rows better, none worse: resolved; between equals the first
     better = np.r_[np.ones(10), np.zeros(90)]
     assert one_se_stage([base, better, better]) == 1
