@@ -35,7 +35,7 @@ import s3vm_defaults as sd
 import su_auc_scale as sc
 from _cccp_common import g50c, sslbook
 from weakkernels import CCCPTSVM, RampSVM
-from weakkernels._dsg import resolve_sigma
+from weakkernels.kernels import resolve_sigma
 
 CSV = Path(__file__).resolve().parent / "results" / "cccp_sigma_default.csv"
 CPU_LIMIT = 180.0

@@ -60,7 +60,7 @@ Methods (``--methods``, comma-separated):
   validation difference (:func:`one_se_rule`), else the C* = 0 machine.
 * ``_tuned5`` (e.g. ``tsgs3vm_tuned5``): the same on the estimator's own
   grid, ``{0, 0.1, 1, 3, 10} x C n_l / n_u``
-  (:data:`weakkernels._dsg.SELECT_STAGES`, the candidates of
+  (:data:`weakkernels._selection.SELECT_STAGES`, the candidates of
   ``validation_fraction``), so that the per-point weight at large U can
   reach the rule's weight at small U. Every candidate is written (``_x0.1``,
   ``_x3``, ``_x10`` beside ``_c0`` and the plain row), then the
@@ -103,7 +103,7 @@ import numpy as np
 
 from _bases import revision
 from _tracking import parent_run
-from weakkernels._dsg import SELECT_STAGES, one_se_better
+from weakkernels._selection import SELECT_STAGES, one_se_better
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("WEAKKERNELS_DATA", ROOT.parent / "shared/data/raw"))
@@ -139,7 +139,7 @@ def load(dataset: str):
     """``(X_pool, y_pool, X_test, y_test, X_val, y_val, sigma)`` as the module
     docstring says; the MNIST validation rows are picked per seed in
     :func:`split` (``X_val`` is None here)."""
-    from weakkernels._dsg import resolve_sigma
+    from weakkernels.kernels import resolve_sigma
     from weakkernels.pipeline.datasets import DATASETS
 
     raw = _raw(dataset.removesuffix("_tstu"))

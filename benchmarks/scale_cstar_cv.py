@@ -12,7 +12,7 @@ that pay"), so this script pools the held-out errors of k folds instead:
    unlabeled rows, so n is the same in every fit) and scored on that fold.
 2. The factor is chosen from the pooled 0/1 errors over all labels, by the
    estimator's own rule for its held-out stages
-   (:func:`weakkernels._dsg.one_se_stage`): the first factor (0: the
+   (:func:`weakkernels._selection.one_se_stage`): the first factor (0: the
    supervised machine) is kept unless another is one standard error of the
    paired difference better; among those, the fewest errors. The plain
    minimum is recorded beside it.
@@ -83,7 +83,7 @@ def cv_errors(X, y_true, lab: slice, factors, *, C: float, sigma: float,
 def choose(wrong: np.ndarray) -> tuple[int, int]:
     """``(one-SE choice, plain minimum)``, indices into the factors: the
     estimator's held-out rule with the first factor as the reference."""
-    from weakkernels._dsg import one_se_stage
+    from weakkernels._selection import one_se_stage
 
     return int(one_se_stage(list(wrong))), int(np.argmin(wrong.sum(axis=1)))
 

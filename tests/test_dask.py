@@ -36,7 +36,7 @@ from tests.test_pipeline_sparse import (
 from tests.test_tsgsu import su_problem
 
 from _pipeline import params as repo_params
-from weakkernels import FRS3VM, QSGS2AUC, TSGS3VM, TSGSU, _dsg
+from weakkernels import FRS3VM, QSGS2AUC, TSGS3VM, TSGSU, _dsg, kernels
 from weakkernels._dask import DaskRows
 from weakkernels.pipeline.fitting import train
 from weakkernels.pipeline.preparation import prepare
@@ -138,12 +138,12 @@ def test_default_sigma_is_the_in_memory_one(client, seed, sparse):
     assert est.sigma_ == ref.sigma_
     np.testing.assert_array_equal(est.decision_function(X), ref.decision_function(X))
     # a set longer than one cell of the grid, in chunks that straddle cells
-    Xl = np.random.default_rng(seed).random((_dsg.MOMENT_CELL_ROWS + 4321, 3))
+    Xl = np.random.default_rng(seed).random((kernels.MOMENT_CELL_ROWS + 4321, 3))
     Xl[Xl < 0.5] = 0.0
     rows = DaskRows.persist(_dask(Xl, np.zeros(len(Xl)), sparse)[0].rechunk(
         (50_000, -1)), client)
-    assert (_dsg.resolve_sigma("scale", rows)
-            == _dsg.resolve_sigma("scale", fmt(Xl)))
+    assert (kernels.resolve_sigma("scale", rows)
+            == kernels.resolve_sigma("scale", fmt(Xl)))
 
 
 def test_validation_fraction_on_dask_is_the_in_memory_fit(client, streamed):

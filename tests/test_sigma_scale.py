@@ -2,7 +2,7 @@
 and the papers' baselines (SUSL, CUU, PNU-AUC, the exact S2AUC, supervised
 kernel AUC): ``sigma="scale"`` by default, resolved at fit
 time to ``sigma_ = 1 / (d Var X)`` over every row given to ``fit``
-(:func:`weakkernels._dsg.resolve_sigma`, as TSGSU and QSGS2AUC), used in every
+(:func:`weakkernels.kernels.resolve_sigma`, as TSGSU and QSGS2AUC), used in every
 kernel evaluation and stored in the model file; files that hold no ``sigma_``
 (their ``sigma`` parameter is then a number) load and predict as before."""
 
@@ -14,9 +14,9 @@ from tests._reliability import semi_data, su_data, sup_data
 
 import weakkernels as wk
 from weakkernels._artifact import dumps, loads
-from weakkernels._dsg import resolve_sigma
 from weakkernels.baselines.auc import PNUAUC, ExactS2AUC, SupervisedKernelAUC
 from weakkernels.baselines.su import CUU, SUSL
+from weakkernels.kernels import resolve_sigma
 
 # name -> (class, its small settings, data)
 BASELINES = {

@@ -14,10 +14,10 @@ import pytest
 import scipy.sparse as sp
 
 from weakkernels import FRS3VM, QSGS2AUC, TSGS3VM, TSGSU, load
-from weakkernels._dsg import resolve_sigma
 from weakkernels.baselines.auc import PNUAUC, ExactS2AUC
 from weakkernels.baselines.su import CUU, SUSL
 from weakkernels.class_prior import estimate_class_prior
+from weakkernels.kernels import resolve_sigma
 from weakkernels.pipeline.synthetic import make_rcv1_like
 from weakkernels.random_features import (
     _CSR_PROJECT,

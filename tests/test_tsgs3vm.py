@@ -12,7 +12,8 @@ from sklearn.svm import SVC
 from tests._data import two_gaussians
 
 from weakkernels import FRS3VM, TSGS3VM, ModelFormatError, _dsg, load
-from weakkernels._dsg import FunctionalModel, one_se_stage, step_size
+from weakkernels._dsg import FunctionalModel, step_size
+from weakkernels._selection import one_se_stage
 from weakkernels._threads import one_blas_thread
 from weakkernels.kernels import kernel_matrix
 from weakkernels.pipeline.synthetic import SyntheticSpec, synthetic_rows

@@ -51,7 +51,6 @@ from weakkernels._dsg import (
     RowLoss,
     _PrimalSet,
     add_in_order,
-    cell_moments,
     chunk_backward,
     chunk_forward,
     fused_chunk,
@@ -60,6 +59,7 @@ from weakkernels._dsg import (
     release_mapped_rows,
 )
 from weakkernels._threads import one_blas_thread_cached
+from weakkernels.kernels import cell_moments
 from weakkernels.random_features import as_compute_rows
 
 _INSTALL_HINT = "pip install 'weakkernels[dask]'"
@@ -292,7 +292,7 @@ def _value_range(block):
 
 
 def _cell_moments(parts):
-    """:func:`weakkernels._dsg.cell_moments` of one cell of rows, ``parts``
+    """:func:`weakkernels.kernels.cell_moments` of one cell of rows, ``parts``
     its pieces in order (several when the cell spans chunks)."""
     return cell_moments(parts[0] if len(parts) == 1 else _stack(parts))
 
@@ -455,7 +455,7 @@ class DaskRows:
 
     def moments(self, cell_rows: int) -> tuple[float, float]:
         """Sum and sum of squares of every stored value, as
-        :func:`weakkernels._dsg.resolve_sigma` needs them: on its grid of
+        :func:`weakkernels.kernels.resolve_sigma` needs them: on its grid of
         ``cell_rows`` rows, cell by cell in order, each cell where its chunk
         is (a cell over several chunks first gathers its pieces into one
         task). The in-memory bits, so ``sigma="scale"`` -- and with it the

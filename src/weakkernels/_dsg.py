@@ -32,6 +32,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from weakkernels._constraints import RANDOM_FEATURE_CONSTRAINTS, SIGMA_OR_SCALE
+from weakkernels._selection import SELECT_STAGES, one_se_stage
 from weakkernels._threads import one_blas_thread
 from weakkernels._validation import available_memory, check_divergence
 from weakkernels.random_features import (
@@ -332,15 +333,6 @@ CCCP_MAX_STEPS = 20
 # cod-rna and g50c at C = 1 and 10 in about 60 % of the time (BENCHMARKS.md,
 # "Convergence").
 ANNEAL_STAGES = (0.0, 0.1, 1.0)
-# With a held-out choice of C* (Problem.select) the annealing path goes on to
-# 3 and 10 times the given C*, and every stage is a candidate: where the
-# unlabeled rows pay, the best multiple of paper 004's rule grows with their
-# count (synthetic_hepmass_gap, 1 000 labels: 1-3x chosen by CV on 1.6 x 10^4
-# rows, 10x on 10^5). Scored on the largest held level, 10 000 labels of
-# that set, 10^5 rows: 3-10x kept, 2.50 % test error against the rule's
-# 2.80 %; on the uniform set C* = 0 is still kept (BENCHMARKS.md, "C* chosen
-# where it is used").
-SELECT_STAGES = (0.0, 0.1, 1.0, 3.0, 10.0)
 SOLVERS = ("lbfgs", "sgd")
 # solver="lbfgs": L-BFGS iterations per annealing stage when max_iter is None.
 # The stages stop on the gradient tolerance long before this on the default
@@ -574,57 +566,6 @@ def expansion_basis(features: str, *, solver: str, kernel: str, sigma: float,
     return spec, spec.block_size, 1, "nystroem"
 
 
-# rows per partial sum of resolve_sigma: the same grid in memory and on Dask
-MOMENT_CELL_ROWS = 1 << 16
-
-
-def cell_moments(cell) -> tuple[float, float]:
-    """(sum, sum of squares) of the stored values of one cell of rows (dense:
-    every entry; CSR: the stored values, duplicates summed first -- a
-    duplicate (i, k) is one entry). The one arithmetic of
-    :func:`resolve_sigma`, in memory and on Dask workers alike."""
-    if sp.issparse(cell):
-        cell = sp.csr_matrix(cell)
-        if not cell.has_canonical_format:
-            cell = cell.copy()
-            cell.sum_duplicates()
-        cell = cell.data
-    cell = np.asarray(cell, dtype=np.float64)
-    return float(cell.sum()), float(np.square(cell).sum())
-
-
-def resolve_sigma(sigma, X) -> float:
-    """Kernel width: a number, or ``"scale"`` for ``1 / (d Var X)`` over the
-    training rows -- scikit-learn's ``gamma="scale"`` of ``SVC`` (the variance
-    of all n d entries, zeros included). Summed per cell of
-    :data:`MOMENT_CELL_ROWS` rows, in order, so a memory-mapped X is never
-    copied whole and rows on Dask workers give the same bits
-    (``DaskRows.moments``); for scipy.sparse X from the stored values alone
-    (the implicit zeros add nothing to either sum)."""
-    if not isinstance(sigma, str):
-        return float(sigma)
-    n, d = X.shape
-    total = total_sq = 0.0
-    if hasattr(X, "moments"):  # rows on Dask workers: summed where they are
-        total, total_sq = X.moments(MOMENT_CELL_ROWS)
-    else:
-        if sp.issparse(X):
-            X = sp.csr_matrix(X)
-        for r0 in range(0, n, MOMENT_CELL_ROWS):
-            s, q = cell_moments(X[r0 : r0 + MOMENT_CELL_ROWS])
-            total += s
-            total_sq += q
-    count = float(n * d)
-    var = max(total_sq / count - (total / count) ** 2, 0.0)
-    if not np.isfinite(var):
-        # sigma_ would be 0: a constant kernel, and a model file that
-        # refuses to load; say so at fit time instead
-        raise ValueError(
-            'sigma="scale": the variance of X overflows float64 (entries '
-            "near 1e150 or above); rescale the features or pass a number.")
-    return 1.0 / (d * var) if var > 0 else 1.0
-
-
 class Problem:
     """What a random-feature estimator hands to :func:`fit_expansion`.
 
@@ -849,49 +790,6 @@ class Expansion:
         # solver="sgd": the loss of the starting iterate at full annealing
         # weight (the bar of check_sgd_curve)
         self.start_loss = start_loss
-
-
-def one_se_better(wrong, wrong_ref) -> tuple[bool, float, float]:
-    """Whether a candidate beats a reference by more than one standard error
-    of the paired difference of their per-point errors on the same validation
-    points; returns ``(better, mean difference, standard error)``.
-
-    The one-standard-error rule of Hastie, Tibshirani & Friedman (ESL 2nd
-    ed., Sec. 7.10), read as "keep the simpler model unless the evidence is
-    one SE strong"; paired, because both are scored on the same points, so
-    the noise they share (the hard points) cancels. A tie keeps the
-    reference -- and one point of difference is always a tie: with a single
-    nonzero d_i the mean and the SE are both 1/n, so the comparison carries a
-    relative margin instead of leaving it to the last bit of rounding."""
-    d = np.asarray(wrong, float) - np.asarray(wrong_ref, float)
-    se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else 0.0
-    return bool(-d.mean() > se * (1 + 1e-9)), float(d.mean()), se
-
-
-def one_se_stage(errors, ref: int = 0) -> int:
-    """The annealing stage to keep from per-row errors on held-out rows.
-
-    ``errors[j]`` (m,) are stage ``j``'s 0/1 errors on the same rows, stage
-    ``ref`` the reference: by default stage 0, the supervised machine
-    (C* = 0). Another stage is kept only if it beats the reference by more
-    than one standard error of the paired difference (:func:`one_se_better`),
-    and among those the one with the fewest errors (the first on ties).
-    Paper 004 chooses C* on a labeled validation set; the rule keeps the
-    supervised machine unless the unlabeled term's gain is resolved, because
-    on data without cluster structure that term only costs (BENCHMARKS.md,
-    "C* on held-out labels"). A cross-validated choice on a few labels keeps
-    paper 004's rule instead (``ref`` its stage): 50 labels do not resolve
-    the 3 pp the unlabeled term gains on g50c, and they do resolve the rule
-    falling to chance on g241n.
-    """
-    best, best_err = ref, np.inf
-    if np.size(errors[ref]) < 2:
-        return ref  # no standard error: nothing is resolved
-    for j in range(len(errors)):
-        err = float(np.mean(errors[j]))
-        if j != ref and one_se_better(errors[j], errors[ref])[0] and err < best_err:
-            best, best_err = j, err
-    return best
 
 
 def feature_layout(max_features, block_size: int, default=None) -> int:

@@ -43,7 +43,7 @@ from weakkernels._artifact import (
 )
 from weakkernels._calibration import fit_platt, platt_proba
 from weakkernels._constraints import KERNEL_CONSTRAINTS, N_JOBS, SIGMA_OR_SCALE
-from weakkernels._dsg import resolve_sigma
+from weakkernels._selection import c_star_rule
 from weakkernels._smo import (
     STATUS_MAX_ITER,
     KernelProblem,
@@ -64,7 +64,7 @@ from weakkernels._validation import (
     validate_predict,
     validate_semi_supervised,
 )
-from weakkernels.kernels import KERNEL_CODES
+from weakkernels.kernels import KERNEL_CODES, resolve_sigma
 
 __all__ = ["CCCPTSVM", "RampSVM"]
 
@@ -889,7 +889,7 @@ class CCCPTSVM(_CCCPBase):
             self, X, y, accept_sparse=True
         )
         n_lab = int(np.count_nonzero(labeled))
-        C_star = (self.C * n_lab / max(labeled.size - n_lab, 1)
+        C_star = (c_star_rule(self.C, n_lab, labeled.size - n_lab)
                   if self.C_star is None else self.C_star)
         # over every row, labeled and unlabeled (as the random-feature S3VMs)
         self.sigma_ = resolve_sigma(self.sigma, X)

@@ -64,7 +64,6 @@ from weakkernels._dsg import (
     expansion_state,
     fit_expansion,
     iteration_budget,
-    resolve_sigma,
     seeded_sample,
     set_expansion_state,
 )
@@ -76,6 +75,7 @@ from weakkernels._validation import (
     validate_predict,
     validate_semi_supervised,
 )
+from weakkernels.kernels import resolve_sigma
 from weakkernels.random_features import (
     NystromSpec,
     as_compute_rows,

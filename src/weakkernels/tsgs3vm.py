@@ -53,12 +53,11 @@ from weakkernels._dsg import (
     expansion_state,
     fit_expansion,
     iteration_budget,
-    one_se_stage,
-    resolve_sigma,
     seeded_sample,
     set_expansion_state,
     step_size,
 )
+from weakkernels._selection import c_star_rule, one_se_stage
 from weakkernels._threads import one_blas_thread
 from weakkernels._validation import (
     LabeledScoreMixin,
@@ -68,6 +67,7 @@ from weakkernels._validation import (
     validate_predict,
     validate_semi_supervised,
 )
+from weakkernels.kernels import resolve_sigma
 from weakkernels.random_features import (
     NystromSpec,
     as_compute_rows,
@@ -428,7 +428,7 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
         C = float(self.C)
         # Paper 004's rule C* = C L / U (per-point weights): the unlabeled term
         # as a whole weighs as much as the labeled one.
-        C_star = C * n_l / n_u if self.C_star is None else float(self.C_star)
+        C_star = c_star_rule(C, n_l, n_u) if self.C_star is None else float(self.C_star)
         self.C_star_ = C_star
         self.sigma_ = resolve_sigma(self.sigma, X)
 

@@ -79,7 +79,6 @@ from weakkernels._dsg import (
     expansion_basis,
     expansion_state,
     fit_expansion,
-    resolve_sigma,
     seeded_sample,
     set_expansion_state,
     sgd_tail,
@@ -98,6 +97,7 @@ from weakkernels._validation import (
     validate_row_source,
 )
 from weakkernels.class_prior import estimate_class_prior
+from weakkernels.kernels import resolve_sigma
 from weakkernels.random_features import (
     NystromSpec,
     seed_from_random_state,

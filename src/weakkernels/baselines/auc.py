@@ -36,14 +36,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from weakkernels._artifact import ArtifactMixin, register, stored_sigma
 from weakkernels._constraints import KERNEL_CONSTRAINTS, SIGMA_OR_SCALE
-from weakkernels._dsg import resolve_sigma
 from weakkernels._threads import one_blas_thread
 from weakkernels._validation import (
     check_divergence,
     validate_predict,
     validate_semi_supervised,
 )
-from weakkernels.kernels import kernel_matrix
+from weakkernels.kernels import kernel_matrix, resolve_sigma
 from weakkernels.qsg_s2auc import _AUCRankerMixin
 
 

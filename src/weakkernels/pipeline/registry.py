@@ -36,6 +36,7 @@ from sklearn.semi_supervised import LabelSpreading, SelfTrainingClassifier
 from sklearn.svm import SVC
 
 from weakkernels._artifact import load as load_model
+from weakkernels._selection import c_star_rule
 from weakkernels.baselines.auc import PNUAUC, ExactS2AUC
 from weakkernels.baselines.su import CUU, SUSL
 from weakkernels.cccp_tsvm import CCCPTSVM, RampSVM
@@ -154,7 +155,8 @@ _C_STAR_SCALE = ("float", 1e-3, 10.0, True)
 
 
 def _c_star(p: dict, ctx: FitContext) -> float:
-    return p.get("c_star_scale", 1.0) * p["C"] * ctx.n_labeled / max(ctx.n_unlabeled, 1)
+    scaled_c = p.get("c_star_scale", 1.0) * p["C"]
+    return c_star_rule(scaled_c, ctx.n_labeled, ctx.n_unlabeled)
 
 
 def _ours(cls: type, *, c_star: bool = False, callback: bool = True):

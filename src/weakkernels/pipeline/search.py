@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 import weakkernels
-from weakkernels._dsg import one_se_better
+from weakkernels._selection import one_se_better
 from weakkernels.pipeline.common import (
     fit_data,
     fixed_params,
