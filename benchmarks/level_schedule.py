@@ -45,53 +45,40 @@ from __future__ import annotations
 
 import argparse
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
 from _bases import append_row, revision
-from weakkernels import _dsg
+from weakkernels import SolverOptions, _dsg
+from weakkernels._dsg import primal as _primal
 
 OUT = Path(__file__).resolve().parent / "results" / "level_schedule.csv"
 COLS = ["estimator", "dataset", "L", "U", "seed", "schedule", "level_rows",
         "metric", "value", "fit_cpu_s", "rev"]
-SCHEDULES = {"merged": {"PRIMAL_ANNEAL_EVERY_ROW": False},
-             "every": {"PRIMAL_MERGE_FRACTION": 1.0,
-                       "PRIMAL_ANNEAL_EVERY_ROW": False},
-             "one": {"PRIMAL_START_ROWS": 1 << 62}}
-
-
-@contextmanager
-def schedule(name: str):
-    """Schedule ``name``'s module constants for the ``with`` block."""
-    old = {k: getattr(_dsg, k) for k in SCHEDULES[name]}
-    try:
-        for k, v in SCHEDULES[name].items():
-            setattr(_dsg, k, v)
-        yield
-    finally:
-        for k, v in old.items():
-            setattr(_dsg, k, v)
+SCHEDULES = {"merged": SolverOptions(primal_anneal_every_row=False),
+             "every": SolverOptions(primal_merge_fraction=1.0,
+                                    primal_anneal_every_row=False),
+             "one": SolverOptions(primal_start_rows=1 << 62)}
 
 
 def timed_fit(est, X, y, name):
     """Fit under schedule ``name``: ``(cpu seconds, rows per level)``."""
-    seen, real = [], _dsg.primal_levels
+    seen, real = [], _primal.primal_levels
 
-    def spy(sizes, seed, held_rows=None):
-        levels = real(sizes, seed, held_rows)
+    def spy(sizes, seed, held_rows=None, opts=None):
+        levels = real(sizes, seed, held_rows, opts or SolverOptions())
         seen.append("/".join(str(_dsg.level_rows(sizes, lv)) for lv in levels))
         return levels
 
-    _dsg.primal_levels = spy
+    _primal.primal_levels = spy
     try:
-        with schedule(name):
-            c0 = time.process_time()
-            est.fit(X, y)
-            return time.process_time() - c0, seen[0] if seen else ""
+        est.set_params(solver_options=SCHEDULES[name])
+        c0 = time.process_time()
+        est.fit(X, y)
+        return time.process_time() - c0, seen[0] if seen else ""
     finally:
-        _dsg.primal_levels = real
+        _primal.primal_levels = real
 
 
 def part_s3vm(a, out, rev):

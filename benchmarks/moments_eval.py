@@ -34,7 +34,7 @@ import scipy.optimize
 
 from _bases import revision
 from su_auc_scale import pool, standardise
-from weakkernels import _dsg, qsg_s2auc, tsgsu
+from weakkernels import SolverOptions, _dsg, qsg_s2auc, tsgsu
 from weakkernels._dsg import Problem, nystroem_size
 from weakkernels.random_features import NystromSpec
 
@@ -137,7 +137,7 @@ def main(argv=None):
     for n in (int(r) for r in args.rows.split(",")):
         makes, spec, m, n_rows = problems(n)
         # the last level holds its features when they fit the budget
-        held = n_rows * m * 4 <= _dsg.primal_cache_bytes()
+        held = n_rows * m * 4 <= _dsg.primal_cache_bytes(SolverOptions())
         for name, make in makes.items():
             row = {"method": name, "n_rows": n_rows, "landmarks": m,
                    "features": "held" if held else "streamed", "rev": revision(),

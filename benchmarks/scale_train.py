@@ -65,8 +65,9 @@ from weakkernels.pipeline.synthetic import (
 # solver constants a run may override: (argument, weakkernels._dsg name) --
 # the L-BFGS iterations of a streamed level, the rows per set of the first
 # sample level (past the data: one level)
-DSG_OVERRIDES = (("large_level_max_iter", "PRIMAL_LARGE_LEVEL_MAX_ITER"),
-                 ("start_rows", "PRIMAL_START_ROWS"))
+# --flag -> the SolverOptions field it sets
+DSG_OVERRIDES = (("large_level_max_iter", "primal_large_level_max_iter"),
+                 ("start_rows", "primal_start_rows"))
 
 
 def run_child(args) -> dict:
@@ -104,11 +105,10 @@ def run_child(args) -> dict:
             vf = args.validation_fraction
             kw["validation_fraction"] = (None if vf == "none" else
                                          vf if vf == "auto" else float(vf))
-    from weakkernels import _dsg
+    from weakkernels import SolverOptions
 
-    for arg, name in DSG_OVERRIDES:
-        if getattr(args, arg):
-            setattr(_dsg, name, getattr(args, arg))
+    kw["solver_options"] = SolverOptions(**{
+        name: getattr(args, arg) for arg, name in DSG_OVERRIDES if getattr(args, arg)})
     # warm-up: compile the numba kernels outside the timed fit
     y_warm = np.asarray(y_true[:2000]).astype(np.int8)
     y_warm[1000:] = -1
@@ -324,9 +324,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--C-star-factor", type=float, default=None,
                     help="lbfgs: C_star = this x paper 004's rule C n_l / n_u")
     ap.add_argument("--large-level-max-iter", type=int, default=None,
-                    help="lbfgs: override _dsg.PRIMAL_LARGE_LEVEL_MAX_ITER")
+                    help="lbfgs: SolverOptions.primal_large_level_max_iter")
     ap.add_argument("--start-rows", type=int, default=None,
-                    help="lbfgs: override _dsg.PRIMAL_START_ROWS (past the "
+                    help="lbfgs: SolverOptions.primal_start_rows (past the "
                     "rows: one level, the annealing on every row)")
     ap.add_argument("--svc", action="store_true",
                     help="also fit SVC(C, gamma=sigma) on the labeled rows")

@@ -55,13 +55,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from weakkernels._dsg import (  # noqa: E402
-    PRIMAL_LEVEL_NOISE_FRACTION,
     level_gtol,
     nystroem_landmarks,
     nystroem_size,
     primal_levels,
-    resolve_sigma,
 )
+from weakkernels._options import SolverOptions  # noqa: E402
+from weakkernels.kernels import resolve_sigma  # noqa: E402
 from weakkernels.random_features import NystromSpec  # noqa: E402
 from weakkernels.tsgs3vm import (  # noqa: E402
     labeled_loss,
@@ -288,7 +288,8 @@ def main(argv=None):
     ap.add_argument("--steps", default="0.3,1,3,10",
                     help="SVRG step grid, in units of 1 / L (the curvature bound)")
     ap.add_argument("--epochs", type=int, default=10)
-    ap.add_argument("--level-fractions", default=str(PRIMAL_LEVEL_NOISE_FRACTION),
+    ap.add_argument("--level-fractions",
+                    default=str(SolverOptions().primal_level_noise_fraction),
                     help="lbfgs-growing-loose: fractions of the sampling noise at "
                     "which the intermediate levels stop (default: the estimator's)")
     ap.add_argument("--reference-iter", type=int, default=1000)

@@ -20,7 +20,7 @@ Fourier features; ``--max-features`` sets ``max_features``), with
 ``sigma`` passed (``--sigma``, default ``"scale"``: the estimators' default
 now; revisions up to 2bb1783 defaulted to 1.0, which puts these standardised
 28-d rows at chance), inputs standardised on the training rows. ``--stream`` makes every
-level of the solver stream its features (``_dsg.primal_cache_bytes`` = 0, as
+level of the solver stream its features (``SolverOptions(primal_cache_max_bytes=0)``, as
 a level too large to hold does), so that each evaluation's passes over the
 rows dominate the fit. Each (method, n) fits in a fresh child process:
 ``fit_cpu_s`` is its ``time.process_time`` around ``fit`` (one thread: run
@@ -108,11 +108,13 @@ def auc_problem(X, y, n_labels: int, n_unlabeled: int, n_test: int):
 def run_one(method: str, n: int, args) -> dict:
     from sklearn.metrics import roc_auc_score
 
-    from weakkernels import QSGS2AUC, TSGSU, _dsg
+    from weakkernels import QSGS2AUC, TSGSU, SolverOptions, _dsg
 
     # su_split also draws ceil(n / 3) test rows of its own (unused here)
     X, y = pool(n + -(-n // 3) + args.n_test + 2 * args.pairs + args.labels)
     basis = {"features": args.features}
+    if args.stream:  # no level holds its features: every one streams
+        basis["solver_options"] = SolverOptions(primal_cache_max_bytes=0)
     if args.max_features:
         basis["max_features"] = args.max_features
     if method == "tsgsu":
@@ -126,8 +128,6 @@ def run_one(method: str, n: int, args) -> dict:
         make = lambda: QSGS2AUC(sigma=args.sigma, random_state=0, **basis)  # noqa: E731
         score = lambda est: float(roc_auc_score(yt, est.decision_function(Xt)))  # noqa: E731
         metric = "test_auc"
-    if args.stream:
-        _dsg.primal_cache_bytes = lambda: 0
     if args.no_moments:
         # the two-pass loss on every level (as before 2bb1783): the moment
         # form's whole-fit gain is this run against one without the flag

@@ -3,11 +3,15 @@ estimator on small problems, hashed bit for bit.
 
 Each case fits one estimator on one input kind (dense float64, dense float32,
 CSR, a Dask array, a multiclass problem) at one parameter setting and records
-the SHA-256 of its float64 ``decision_function`` on fixed query rows. The table
-``tests/fixtures/decision_hashes.json`` was written before the first move of the
-restructuring; ``tests/test_decision_hashes.py`` refits every case and compares.
-A change that alters a model on purpose rewrites the table in the same commit
-and says why::
+the SHA-256 of its float64 ``decision_function`` on fixed query rows, with
+the values themselves. The table ``tests/fixtures/decision_hashes.json`` was
+written before the first move of the restructuring;
+``tests/test_decision_hashes.py`` refits every case and compares: bit for bit
+on the instruction set the table was recorded with (its ``target``: numba's
+CPU name and OpenBLAS's kernels; ``make test`` pins both, as the pipeline's
+launcher does), to 1e-9 elsewhere (other kernels round differently). A change
+that alters a model on purpose rewrites the table in the same commit and says
+why::
 
     python -m tests._decision_hashes --write
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -122,7 +127,19 @@ def decision_hash(case) -> dict:
     query = _inputs(kind if kind != "dask" else "dense", X[::7])
     dec = np.ascontiguousarray(est.decision_function(query), dtype=np.float64)
     return {"sha256": hashlib.sha256(dec.tobytes()).hexdigest(),
-            "shape": list(dec.shape), "head": [float(v) for v in dec.ravel()[:4]]}
+            "shape": list(dec.shape), "values": [float(v) for v in dec.ravel()]}
+
+
+def kernel_target() -> str:
+    """The instruction set the compiled kernels run on: numba's CPU name and
+    the OpenBLAS core type (a pinned one, or the host's)."""
+    import llvmlite.binding
+    from threadpoolctl import threadpool_info
+
+    cpu = os.environ.get("NUMBA_CPU_NAME") or llvmlite.binding.get_host_cpu_name()
+    blas = sorted({str(i.get("architecture")) for i in threadpool_info()
+                   if i.get("internal_api") == "openblas"})
+    return f"numba:{cpu} openblas:{','.join(blas)}"
 
 
 def dask_client():
@@ -141,9 +158,10 @@ def main(argv=None) -> None:
     with dask_client():
         table = {case[0]: decision_hash(case) for case in CASES}
     if args.write:
-        TABLE.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+        TABLE.write_text(json.dumps({"target": kernel_target(), "cases": table},
+                                    indent=1, sort_keys=True) + "\n")
     else:
-        old = json.loads(TABLE.read_text())
+        old = json.loads(TABLE.read_text())["cases"]
         for key, rec in table.items():
             print(key, "same" if old.get(key) == rec else "CHANGED")
 

@@ -36,7 +36,7 @@ from tests.test_pipeline_sparse import (
 from tests.test_tsgsu import su_problem
 
 from _pipeline import params as repo_params
-from weakkernels import FRS3VM, QSGS2AUC, TSGS3VM, TSGSU, _dsg, kernels
+from weakkernels import FRS3VM, QSGS2AUC, TSGS3VM, TSGSU, SolverOptions, kernels
 from weakkernels._dask import DaskRows
 from weakkernels.pipeline.fitting import train
 from weakkernels.pipeline.preparation import prepare
@@ -58,10 +58,11 @@ def client():
 
 
 @pytest.fixture
-def streamed(monkeypatch):
-    """No level's features are held: every level streams, so every
-    evaluation runs as tasks on the workers (and in memory, regenerated)."""
-    monkeypatch.setattr(_dsg, "primal_cache_bytes", lambda: 0)
+def streamed():
+    """Solver options under which no level's features are held: every level
+    streams, so every evaluation runs as tasks on the workers (and in memory,
+    regenerated)."""
+    return SolverOptions(primal_cache_max_bytes=0)
 
 
 def _semi(seed=0):
@@ -106,9 +107,10 @@ def _dask(X, y, sparse):
 def test_dask_fit_is_the_in_memory_fit(client, streamed, name, sparse):
     make, data = ESTIMATORS[name]
     X, y = data()
-    ref = make().fit(sp.csr_matrix(X) if sparse else X, y)
+    ref = make().set_params(solver_options=streamed).fit(
+        sp.csr_matrix(X) if sparse else X, y)
     Xd, yd = _dask(X, y, sparse)
-    est = make().fit(Xd, yd)
+    est = make().set_params(solver_options=streamed).fit(Xd, yd)
     assert est.n_features_in_ == X.shape[1]
     f_ref, f = ref.decision_function(X), est.decision_function(X)
     np.testing.assert_array_equal(f, f_ref)
@@ -152,8 +154,8 @@ def test_validation_fraction_on_dask_is_the_in_memory_fit(client, streamed):
     stages, keeps the same C* and returns the in-memory model, bit for bit."""
     X, y = _semi(seed=3)
     make = lambda: TSGS3VM(validation_fraction=0.25, **_OPT)  # noqa: E731
-    ref = make().fit(X, y)
-    est = make().fit(*_dask(X, y, False))
+    ref = make().set_params(solver_options=streamed).fit(X, y)
+    est = make().set_params(solver_options=streamed).fit(*_dask(X, y, False))
     assert ref.validation_errors_.shape == (5, 2)
     np.testing.assert_array_equal(est.validation_errors_, ref.validation_errors_)
     assert est.C_star_ == ref.C_star_
@@ -203,7 +205,7 @@ def test_point_set_products_are_the_in_memory_ones(client, monkeypatch):
                                           f * np.sqrt(r)[:, None]), 0, idx.size, 1.0)
     want = [ref.forward(v32), ref.backward(g), ref.mean(), ref.fused(v32, shift, loss)]
     for hold, budget in ((False, float("inf")), (False, 0.0), (True, 0.0)):
-        monkeypatch.setattr(DaskRows, "worker_budget", lambda self: budget)  # noqa: B023
+        monkeypatch.setattr(DaskRows, "worker_budget", lambda self, fraction: budget)  # noqa: B023
         ps = rows.primal_set(index, idx, spec, W, second, norm, hold=hold)
         copied = client.gather([sel for _, sel, _ in getattr(ps, "parts", [])])
         assert all((c[3] is not None) == (budget > 0) for c in copied)
@@ -239,7 +241,7 @@ def test_moment_losses_bring_only_sums_to_the_client(client, streamed,
     monkeypatch.setattr(DaskPrimalSet, "backward", refuse)
     make, data = ESTIMATORS[name]
     X, y = data()
-    make().fit(*_dask(X, y, False))
+    make().set_params(solver_options=streamed).fit(*_dask(X, y, False))
     assert calls["fused"] > 0
 
 
@@ -248,11 +250,11 @@ def test_dask_fit_does_not_depend_on_the_workers(client, streamed):
     X, y = _semi(seed=3)
     Xd, yd = _dask(X, y, False)
     make = ESTIMATORS["TSGS3VM-fourier"][0]
-    two = make().fit(Xd, yd)
+    two = make().set_params(solver_options=streamed).fit(Xd, yd)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1,
                                   processes=True, dashboard_address=None) as one_cl:
         with distributed.Client(one_cl) as one_client, one_client.as_current():
-            one = make().fit(Xd, yd)
+            one = make().set_params(solver_options=streamed).fit(Xd, yd)
             assert len(one_client.scheduler_info()["workers"]) == 1
     np.testing.assert_array_equal(one.coef_, two.coef_)
     np.testing.assert_array_equal(one.intercept_, two.intercept_)
@@ -266,7 +268,7 @@ def test_worker_killed_mid_fit_gives_the_same_model(client, streamed):
     X, y = _semi(seed=5)
     Xd, yd = _dask(X, y, False)
     make = ESTIMATORS["TSGS3VM-fourier"][0]
-    ref = make().fit(Xd, yd)
+    ref = make().set_params(solver_options=streamed).fit(Xd, yd)
     pids = client.run(os.getpid)
     killed = []
 
@@ -276,7 +278,7 @@ def test_worker_killed_mid_fit_gives_the_same_model(client, streamed):
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
 
-    est = make().set_params(callback=kill_once).fit(Xd, yd)
+    est = make().set_params(solver_options=streamed, callback=kill_once).fit(Xd, yd)
     assert killed
     np.testing.assert_array_equal(est.coef_, ref.coef_)
     np.testing.assert_array_equal(est.intercept_, ref.intercept_)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from weakkernels import QSGS2AUC, TSGS3VM, TSGSU, RandomFeatures, _dsg
+from weakkernels import QSGS2AUC, TSGS3VM, TSGSU, RandomFeatures, SolverOptions, _dsg
 from weakkernels.tsgsu import su_risk
 
 
@@ -32,13 +32,12 @@ def test_fit_on_a_dataframe_does_not_warn(est):
     assert list(est.feature_names_in_) == list(df.columns)
 
 
-def test_sgd_step_ceiling_binds_with_a_warning(monkeypatch):
+def test_sgd_step_ceiling_binds_with_a_warning():
     """n_passes=1e9 on 200 rows no longer runs (practically) forever."""
-    monkeypatch.setattr(_dsg, "SGD_MAX_STEPS", 30)
     X, y = _semi()
     est = TSGS3VM(solver="sgd", n_passes=1e9, batch_size=16, block_size=8,
-                  random_state=0)
-    with pytest.warns(ConvergenceWarning, match="SGD_MAX_STEPS"):
+                  random_state=0, solver_options=SolverOptions(sgd_max_steps=30))
+    with pytest.warns(ConvergenceWarning, match="sgd_max_steps"):
         est.fit(X, y)
     assert est.n_iter_ == 30
 
@@ -144,11 +143,11 @@ def test_the_sgd_start_loss_is_the_objective_at_zero(monkeypatch):
     assert seen[-1].objective_curve[0] < seen[-1].start_loss  # annealed
 
 
-def test_qsg_min_iter_ceiling(monkeypatch):
-    monkeypatch.setattr(_dsg, "SGD_MAX_STEPS", 25)
+def test_qsg_min_iter_ceiling():
     X, y = _semi()
     est = QSGS2AUC(solver="sgd", min_iter=10**9, batch_size=16, block_size=8,
-                   prior=0.5, random_state=0)
+                   prior=0.5, random_state=0,
+                   solver_options=SolverOptions(sgd_max_steps=25))
     with pytest.warns(ConvergenceWarning, match="ceiling"):
         est.fit(X, y)
     assert est.n_iter_ == 25

@@ -294,12 +294,10 @@ def test_landmark_rule_keeps_the_basis_and_small_sets(n, d):
     pipeline's sets: g50c, cod-rna's 200 + 2 000 rows), never fewer than the
     Fourier rule, and where it grows past 4 096 it stays within the bounds of
     features="auto" (a larger count never turns the basis to Fourier)."""
-    from weakkernels._dsg import (
-        NYSTROEM_ALL_ROWS,
-        nystroem_size,
-        primal_features,
-        resolve_basis,
-    )
+    from weakkernels._dsg import nystroem_size, primal_features, resolve_basis
+    from weakkernels._options import DEFAULT_OPTIONS
+
+    NYSTROEM_ALL_ROWS = DEFAULT_OPTIONS.nystroem_all_rows
 
     m = nystroem_size(n, d)
     if n <= NYSTROEM_ALL_ROWS:
@@ -317,7 +315,10 @@ def test_large_narrow_sets_stream_the_floor_of_landmarks(n):
     """Past the 2 GiB held bound, rows of d <= 32 768 stream
     NYSTROEM_STREAMED landmarks (Nyström, not the 1 024 Fourier features of
     the old rule); very wide rows (text) keep the Fourier basis there."""
-    from weakkernels._dsg import NYSTROEM_STREAMED, nystroem_size, resolve_basis
+    from weakkernels._dsg import nystroem_size, resolve_basis
+    from weakkernels._options import DEFAULT_OPTIONS
+
+    NYSTROEM_STREAMED = DEFAULT_OPTIONS.nystroem_streamed
 
     for d in (28, 784):
         m = nystroem_size(n, d)

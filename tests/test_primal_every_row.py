@@ -6,14 +6,17 @@ models for any thread count, held or streamed features, memory-mapped input,
 and a default feature count that grows with the data.
 """
 
+from dataclasses import replace
+
 import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from weakkernels import FRS3VM, TSGS3VM, TSGSU, _dsg
+from weakkernels import FRS3VM, TSGS3VM, TSGSU, SolverOptions, _dsg
 from weakkernels._dsg import Problem, _PrimalSet, primal_features, primal_levels
 from weakkernels._dsg import moment_terms as _moment_terms
+from weakkernels._dsg import primal as _primal
 from weakkernels.random_features import FeatureSpec, NystromSpec
 
 
@@ -27,32 +30,31 @@ def _data(n=900, d=6, seed=0, n_labeled=60):
     return X, y, y_semi
 
 
+DEFAULT = SolverOptions()
+
+
 @pytest.fixture
-def small_levels(monkeypatch):
-    """Several levels and many chunks on a test-sized set (every sampled
-    level kept, however close to the next, and an annealed fit on held
-    features too: the level machinery is what these tests exercise)."""
-    monkeypatch.setattr(_dsg, "PRIMAL_START_ROWS", 128)
-    monkeypatch.setattr(_dsg, "PRIMAL_MERGE_FRACTION", 1.0)
-    monkeypatch.setattr(_dsg, "PRIMAL_ANNEAL_EVERY_ROW", False)
-    monkeypatch.setattr(_dsg, "PRIMAL_CHUNK_ROWS", 50)
+def small_levels():
+    """Solver options for several levels and many chunks on a test-sized set
+    (every sampled level kept, however close to the next, and an annealed fit
+    on held features too: the level machinery is what these tests exercise)."""
+    return SolverOptions(primal_start_rows=128, primal_merge_fraction=1.0,
+                         primal_anneal_every_row=False, primal_chunk_rows=50)
 
 
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("cache", [True, False])
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("basis", ["fourier", "nystroem"])
-def test_chunked_products_equal_the_one_shot_matrix(monkeypatch, sparse, cache,
-                                                     threads, basis):
+def test_chunked_products_equal_the_one_shot_matrix(sparse, cache, threads, basis):
     """forward / backward / mean over chunks of 7 rows (held or regenerated,
     with or without a thread pool; the forward product in blocks of 3 rows,
-    ``FUSED_BLOCK_BYTES``) equal the products with the whole feature
+    ``SolverOptions.fused_block_bytes``) equal the products with the whole feature
     matrix, float64, to 1e-10. Nyström: the chunks stream k(X, Z) and the
     whitening L^-T is applied to v and to the products once
     (``_dsg.Whitening``), yet the products are those of phi = k(X, Z) L^-T."""
     from concurrent.futures import ThreadPoolExecutor
 
-    monkeypatch.setattr(_dsg, "PRIMAL_CHUNK_ROWS", 7)
     rng = np.random.default_rng(1)
     X = rng.normal(size=(60, 5))
     if basis == "nystroem":
@@ -66,12 +68,12 @@ def test_chunked_products_equal_the_one_shot_matrix(monkeypatch, sparse, cache,
         norm = 1.0 / np.sqrt(3)
     white = _dsg.Whitening(spec)
     assert (white.T is None) == (basis == "fourier")
-    monkeypatch.setattr(_dsg, "FUSED_BLOCK_BYTES", 3 * W.shape[-1] * 8)
+    opts = SolverOptions(primal_chunk_rows=7, fused_block_bytes=3 * W.shape[-1] * 8)
     if sparse:
         X[rng.random(X.shape) < 0.6] = 0.0
         X = sp.csr_matrix(X)
     idx = np.sort(rng.choice(60, 45, replace=False))
-    problem = Problem([(X, None), (X, idx)], 2, None)
+    problem = Problem([(X, None), (X, idx)], 2, None, options=opts)
     pool = ThreadPoolExecutor(threads) if threads > 1 else None
     try:
         sub = np.sort(rng.choice(45, 30, replace=False))  # rows of set 1
@@ -122,16 +124,16 @@ def _stage_objectives(problem, spec):
 
 @pytest.mark.parametrize("block_bytes", [None, 1])
 @pytest.mark.parametrize("intercept", ["free", "balance"])
-def test_chunked_gradient_matches_finite_differences(small_levels, monkeypatch,
-                                                     intercept, block_bytes):
+def test_chunked_gradient_matches_finite_differences(small_levels, intercept,
+                                                     block_bytes):
     """The objective the solver minimises (float64 features) has the
     gradient it reports: finite differences on the chunked objective at every
     level, chunks of 50 rows, with a free bias and with features centred on a
     balance set; and the fused one-pass objective of a row-separable loss
     (``Problem.pointwise``) equals the two-pass one to 1e-10 -- each chunk
-    whole, and in blocks of one row (``FUSED_BLOCK_BYTES``)."""
-    if block_bytes is not None:
-        monkeypatch.setattr(_dsg, "FUSED_BLOCK_BYTES", block_bytes)
+    whole, and in blocks of one row (``SolverOptions.fused_block_bytes``)."""
+    opts = (small_levels if block_bytes is None
+            else replace(small_levels, fused_block_bytes=block_bytes))
     X, _, y_semi = _data(n=300)
     spec = FeatureSpec("rbf", 0.2, 2, 1.0, X.shape[1], 8, 3, np.float64)
     lab = y_semi >= 0
@@ -151,7 +153,7 @@ def test_chunked_gradient_matches_finite_differences(small_levels, monkeypatch,
 
     sets = [(X[lab], None), (X, np.flatnonzero(~lab))]
     # "balance": features centred on the unlabeled set (mu enters the products)
-    kw = dict(intercept=intercept, balance_target=np.array([0.1]))
+    kw = dict(intercept=intercept, balance_target=np.array([0.1]), options=opts)
     two_pass = _stage_objectives(Problem(sets, 1, loss, **kw), spec)
     fused = _stage_objectives(Problem(sets, 1, loss, pointwise=pointwise, **kw),
                               spec)
@@ -176,8 +178,8 @@ def test_objective_of_moments_equals_the_two_pass_one(small_levels, monkeypatch,
     from weakkernels import qsg_s2auc, tsgsu
 
     calls = []
-    monkeypatch.setattr(_dsg, "primal_cache_bytes", lambda: 0)
-    monkeypatch.setattr(_dsg, "moment_terms", lambda *a: calls.append(1)
+    streamed = replace(small_levels, primal_cache_max_bytes=0)
+    monkeypatch.setattr(_primal, "moment_terms", lambda *a: calls.append(1)
                         or _moment_terms(*a))
 
     X, _, _ = _data(n=400)
@@ -196,7 +198,7 @@ def test_objective_of_moments_equals_the_two_pass_one(small_levels, monkeypatch,
         def moments(t, ms, w):
             return tsgsu.su_risk_of_moments(t, ms, prior, corr)
 
-        kw = dict(intercept="free")
+        kw = dict(intercept="free", options=streamed)
     else:
         gamma = 0.3
         sets = [(X, np.arange(0, 30)), (X, np.arange(30, 70)),
@@ -211,7 +213,7 @@ def test_objective_of_moments_equals_the_two_pass_one(small_levels, monkeypatch,
         def moments(t, ms, w):
             return qsg_s2auc.pnu_auc_risk_of_moments(t, ms, gamma)
 
-        kw = {}
+        kw = dict(options=streamed)
     two_pass = _stage_objectives(Problem(sets, 1, loss, **kw), spec)
     one_pass = _stage_objectives(Problem(sets, 1, loss, moments=moments, **kw),
                                  spec)
@@ -223,7 +225,7 @@ def test_objective_of_moments_equals_the_two_pass_one(small_levels, monkeypatch,
         np.testing.assert_allclose(g2, g1, rtol=1e-10, atol=1e-12)
 
 
-def test_held_features_use_the_two_pass_loss(small_levels, monkeypatch):
+def test_held_features_use_the_two_pass_loss(small_levels):
     """Over held features the moment form would be slower than the two
     products: the solver calls ``loss`` there, never ``moments``."""
     X, _, _ = _data(n=300)
@@ -236,7 +238,8 @@ def test_held_features_use_the_two_pass_loss(small_levels, monkeypatch):
     def moments(t, ms, w):
         raise AssertionError("moment form on held features")
 
-    _stage_objectives(Problem([(X, None)], 1, loss, moments=moments), spec)
+    _stage_objectives(Problem([(X, None)], 1, loss, moments=moments,
+                              options=small_levels), spec)
 
 
 def test_moments_loss_refuses_several_outputs():
@@ -244,9 +247,9 @@ def test_moments_loss_refuses_several_outputs():
         Problem([(np.zeros((3, 2)), None)], 2, None, moments=lambda t, m, w: 0)
 
 
-def test_levels_are_nested_and_end_with_every_row(monkeypatch):
-    monkeypatch.setattr(_dsg, "PRIMAL_START_ROWS", 100)
-    levels = primal_levels([50, 1000, 30_000], seed=5)
+def test_levels_are_nested_and_end_with_every_row():
+    opts = SolverOptions(primal_start_rows=100)
+    levels = primal_levels([50, 1000, 30_000], seed=5, opts=opts)
     assert all(lv[0] is None for lv in levels)  # a small set is whole at once
     assert all(i is None for i in levels[-1])  # the last level: every row
     sizes = [lv[1].size if lv[1] is not None else 1000 for lv in levels]
@@ -257,43 +260,43 @@ def test_levels_are_nested_and_end_with_every_row(monkeypatch):
     assert [lv[2].size for lv in levels[:-1]] == [100, 400, 1600, 6400]
 
 
-def test_levels_past_the_held_bound_jump_to_every_row(monkeypatch):
+def test_levels_past_the_held_bound_jump_to_every_row():
     """The first sampled level over ``held_rows`` is the last sampled one;
     below the bound, and without one, the schedule is unchanged."""
-    monkeypatch.setattr(_dsg, "PRIMAL_START_ROWS", 100)
+    opts = SolverOptions(primal_start_rows=100)
     sizes = [50, 30_000]
-    full = primal_levels(sizes, seed=5)
+    full = primal_levels(sizes, seed=5, opts=opts)
     assert [lv[1].size for lv in full[:-1]] == [100, 400, 1600, 6400]
     for held in (30_050, 10**9):  # the whole problem fits: nothing changes
-        same = primal_levels(sizes, seed=5, held_rows=held)
+        same = primal_levels(sizes, seed=5, held_rows=held, opts=opts)
         assert len(same) == len(full)
     # 50 + 1600 rows > 1000: the 1 600-row level is the last sampled one
-    cut = primal_levels(sizes, seed=5, held_rows=1000)
+    cut = primal_levels(sizes, seed=5, held_rows=1000, opts=opts)
     assert [lv[1].size for lv in cut[:-1]] == [100, 400, 1600]
     assert all(i is None for i in cut[-1])
     for a, b in zip(cut[:-1], full[:3], strict=True):
         np.testing.assert_array_equal(a[1], b[1])  # the same nested prefixes
     # a bound below level 0 keeps level 0, then every row
-    assert len(primal_levels(sizes, seed=5, held_rows=10)) == 2
+    assert len(primal_levels(sizes, seed=5, held_rows=10, opts=opts)) == 2
 
 
-def test_a_sample_near_every_row_is_not_a_level(monkeypatch):
-    """A sampled level of more than PRIMAL_MERGE_FRACTION of the next one's
-    rows is dropped; the others keep their nested prefixes."""
-    def sampled(sizes):
-        return [_dsg.level_rows(sizes, lv) for lv in primal_levels(sizes, seed=1)]
+def test_a_sample_near_every_row_is_not_a_level():
+    """A sampled level of more than ``primal_merge_fraction`` of the next
+    one's rows is dropped; the others keep their nested prefixes."""
+    def sampled(sizes, opts=DEFAULT):
+        return [_dsg.level_rows(sizes, lv)
+                for lv in primal_levels(sizes, seed=1, opts=opts)]
 
     assert sampled([200, 4_800]) == [5_000]  # 4 296 of 5 000 rows: one level
     assert sampled([1_000, 8_000]) == [9_000]  # 5 096 of 9 000
     assert sampled([1_000, 10_000]) == [5_096, 11_000]  # 46 %: kept
     assert sampled([50, 70_000]) == [4_146, 16_434, 70_050]  # 65 586 dropped
     assert sampled([4_096]) == [4_096]
-    monkeypatch.setattr(_dsg, "PRIMAL_MERGE_FRACTION", 1.0)  # keep every level
-    assert sampled([200, 4_800]) == [4_296, 5_000]
-    assert sampled([50, 70_000]) == [4_146, 16_434, 65_586, 70_050]
-    kept = primal_levels([50, 70_000], seed=1)
-    monkeypatch.setattr(_dsg, "PRIMAL_MERGE_FRACTION", 0.5)
-    merged = primal_levels([50, 70_000], seed=1)
+    every = SolverOptions(primal_merge_fraction=1.0)  # keep every level
+    assert sampled([200, 4_800], every) == [4_296, 5_000]
+    assert sampled([50, 70_000], every) == [4_146, 16_434, 65_586, 70_050]
+    kept = primal_levels([50, 70_000], seed=1, opts=every)
+    merged = primal_levels([50, 70_000], seed=1)  # the default, 0.5
     for a, b in zip(merged[:2], kept[:2], strict=True):
         np.testing.assert_array_equal(a[1], b[1])  # the same nested prefixes
 
@@ -304,13 +307,13 @@ def test_an_annealed_fit_on_held_features_is_one_level(monkeypatch):
     (``anneal=0``, ``C_star=0``), the sample levels stay.
     ``validation_fraction=None``: the levels of one fit, not of the folds
     the default's choice of C* runs on a set this small."""
-    monkeypatch.setattr(_dsg, "PRIMAL_START_ROWS", 128)
+    opts = SolverOptions(primal_start_rows=128)
     X, _, y_semi = _data(n=900)  # 60 labeled, 840 unlabeled rows
     calls, real = [], _dsg.primal_levels
     entered = []
 
-    def spy(sizes, seed, held_rows=None):
-        levels = real(sizes, seed, held_rows)
+    def spy(sizes, seed, held_rows=None, opts=DEFAULT):
+        levels = real(sizes, seed, held_rows, opts)
         calls.append(len(levels))
         return levels
 
@@ -319,51 +322,52 @@ def test_an_annealed_fit_on_held_features_is_one_level(monkeypatch):
             entered.append(1)
             super().__init__(spec)
 
-    monkeypatch.setattr(_dsg, "primal_levels", spy)
-    monkeypatch.setattr(_dsg, "Whitening", Level)
-    one = TSGS3VM(C=1.0, random_state=0, validation_fraction=None).fit(X, y_semi)
-    # 188 rows, all 900 (572 dropped, PRIMAL_MERGE_FRACTION): all only
+    monkeypatch.setattr(_primal, "primal_levels", spy)
+    monkeypatch.setattr(_primal, "Whitening", Level)
+    kw = dict(C=1.0, random_state=0, validation_fraction=None)
+    one = TSGS3VM(**kw, solver_options=opts).fit(X, y_semi)
+    # 188 rows, all 900 (572 dropped, primal_merge_fraction): all only
     assert calls == [2] and len(entered) == 1
     D = one.n_features_model_
     for flag, held in ((False, None), (True, 4 * D * 100)):
         calls.clear(), entered.clear()
-        with monkeypatch.context() as m:
-            m.setattr(_dsg, "PRIMAL_ANNEAL_EVERY_ROW", flag)
-            if held:  # 100 rows held: level 0 (188 rows) streams
-                m.setattr(_dsg, "HELD_FEATURE_BYTES", held)
-            TSGS3VM(C=1.0, random_state=0, validation_fraction=None).fit(X, y_semi)
+        changed = replace(opts, primal_anneal_every_row=flag)
+        if held:  # 100 rows held: level 0 (188 rows) streams
+            changed = replace(changed, held_feature_bytes=held)
+        TSGS3VM(**kw, solver_options=changed).fit(X, y_semi)
         assert len(entered) == calls[0] > 1
-    for kw in ({"anneal": 0.0}, {"C_star": 0.0}):  # nothing annealed in
+    for more in ({"anneal": 0.0}, {"C_star": 0.0}):  # nothing annealed in
         calls.clear(), entered.clear()
-        TSGS3VM(C=1.0, random_state=0, validation_fraction=None, **kw).fit(X, y_semi)
+        TSGS3VM(**kw, **more, solver_options=opts).fit(X, y_semi)
         assert len(entered) == calls[0] == 2
     # the one level is the old schedule's last: every row
-    monkeypatch.setattr(_dsg, "PRIMAL_START_ROWS", 1 << 40)
-    ref = TSGS3VM(C=1.0, random_state=0, validation_fraction=None).fit(X, y_semi)
+    ref = TSGS3VM(**kw, solver_options=SolverOptions(primal_start_rows=1 << 40)
+                  ).fit(X, y_semi)
     np.testing.assert_array_equal(ref.coef_, one.coef_)
 
 
 def test_fit_cuts_its_levels_at_the_held_bound(small_levels, monkeypatch):
     """The solver hands primal_levels the rows whose features fit
-    HELD_FEATURE_BYTES (the bound enter() calls large): 188 rows on level 0
+    ``held_feature_bytes`` (the bound enter() calls large): 188 rows on level 0
     over a 100-row bound leave level 0, then every row.
     ``validation_fraction=None``: the levels of one fit, not of the folds
     the default's choice of C* runs on a set this small."""
     X, _, y_semi = _data(n=900)  # 60 labeled, 840 unlabeled rows
     calls, real = [], _dsg.primal_levels
 
-    def spy(sizes, seed, held_rows=None):
-        levels = real(sizes, seed, held_rows)
+    def spy(sizes, seed, held_rows=None, opts=DEFAULT):
+        levels = real(sizes, seed, held_rows, opts)
         calls.append((held_rows, len(levels)))
         return levels
 
-    monkeypatch.setattr(_dsg, "primal_levels", spy)
-    est = TSGS3VM(C=1.0, random_state=0, validation_fraction=None).fit(X, y_semi)
+    monkeypatch.setattr(_primal, "primal_levels", spy)
+    kw = dict(C=1.0, random_state=0, validation_fraction=None)
+    est = TSGS3VM(**kw, solver_options=small_levels).fit(X, y_semi)
     D = est.n_features_model_
-    assert calls == [(_dsg.HELD_FEATURE_BYTES // (4 * D), 3)]  # 128, 512, all
+    assert calls == [(small_levels.held_feature_bytes // (4 * D), 3)]  # 128, 512, all
     calls.clear()
-    monkeypatch.setattr(_dsg, "HELD_FEATURE_BYTES", 4 * D * 100)
-    TSGS3VM(C=1.0, random_state=0, validation_fraction=None).fit(X, y_semi)
+    bound = replace(small_levels, held_feature_bytes=4 * D * 100)
+    TSGS3VM(**kw, solver_options=bound).fit(X, y_semi)
     assert calls == [(100, 2)]
 
 
@@ -381,7 +385,7 @@ def test_default_fit_reads_every_row(small_levels, monkeypatch):
         return real_rows(self, s, idx, dtype)
 
     monkeypatch.setattr(Problem, "rows", rows)
-    TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
+    TSGS3VM(C=1.0, random_state=0, solver_options=small_levels).fit(X, y_semi)
     def read(s):
         return np.unique(np.concatenate([p for t, p in seen if t == s]))
 
@@ -399,6 +403,7 @@ def test_one_and_two_threads_give_bit_identical_models(small_levels, est):
     old = numba.get_num_threads()
     models = []
     try:
+        est.set_params(solver_options=small_levels)
         for threads in (1, 2):
             numba.set_num_threads(threads)
             est.fit(X, y_semi)
@@ -409,13 +414,13 @@ def test_one_and_two_threads_give_bit_identical_models(small_levels, est):
     np.testing.assert_array_equal(models[0][1], models[1][1])
 
 
-def test_streamed_features_equal_held_features(small_levels, monkeypatch):
+def test_streamed_features_equal_held_features(small_levels):
     """With no memory budget every product regenerates its chunk from the
     seeds: the same model, bit for bit."""
     X, _, y_semi = _data(n=900)
-    held = TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
-    monkeypatch.setattr(_dsg, "primal_cache_bytes", lambda: 0)
-    streamed = TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
+    held = TSGS3VM(C=1.0, random_state=0, solver_options=small_levels).fit(X, y_semi)
+    no_cache = replace(small_levels, primal_cache_max_bytes=0)
+    streamed = TSGS3VM(C=1.0, random_state=0, solver_options=no_cache).fit(X, y_semi)
     np.testing.assert_array_equal(held.coef_, streamed.coef_)
     np.testing.assert_array_equal(held.intercept_, streamed.intercept_)
 
@@ -425,8 +430,8 @@ def test_memmap_fit_equals_in_memory_fit(small_levels, tmp_path):
     X32 = X.astype(np.float32)
     np.save(tmp_path / "X.npy", X32)
     mm = np.load(tmp_path / "X.npy", mmap_mode="r")
-    a = TSGS3VM(C=1.0, random_state=0).fit(X32, y_semi)
-    b = TSGS3VM(C=1.0, random_state=0).fit(mm, y_semi)
+    a = TSGS3VM(C=1.0, random_state=0, solver_options=small_levels).fit(X32, y_semi)
+    b = TSGS3VM(C=1.0, random_state=0, solver_options=small_levels).fit(mm, y_semi)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     np.testing.assert_array_equal(a.intercept_, b.intercept_)
 
@@ -435,7 +440,7 @@ def test_clipped_balance_holds_on_every_unlabeled_row(small_levels):
     """The default constraint mean_U clip(f, -1, 1) = mean_L y holds on all the
     unlabeled rows the solver read, not on a sample."""
     X, _, y_semi = _data(n=900)
-    est = TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
+    est = TSGS3VM(C=1.0, random_state=0, solver_options=small_levels).fit(X, y_semi)
     f = est.decision_function(X[y_semi == -1])
     r = np.where(y_semi[y_semi >= 0] == 1, 1.0, -1.0).mean()
     assert abs(np.clip(f, -1, 1).mean() - r) < 1e-5
@@ -448,7 +453,7 @@ def test_tsgsu_reads_every_row(small_levels):
     X = rng.normal(size=(700, 4))
     y = np.full(700, -1)
     y[:200] = 1
-    est = TSGSU(random_state=0).fit(X, y)
+    est = TSGSU(random_state=0, solver_options=small_levels).fit(X, y)
     assert np.isfinite(est.decision_function(X)).all()
 
 
@@ -459,7 +464,7 @@ def test_default_features_grow_with_the_data():
     assert D[4] >= 3500 and D[5] >= 3900  # ijcnn1-, MNIST-sized: ~16 sqrt(n)
     assert max(D) <= 8192 and D[6] == 2048  # 2 GiB of held features binds
     # past the held bound: streamed, STREAMED_FEATURES from there on
-    assert D[7] == D[8] == _dsg.STREAMED_FEATURES == 2048
+    assert D[7] == D[8] == DEFAULT.streamed_features == 2048
     assert primal_features(300_000, 32, 28) == 2048  # held would allow 1 789
     assert primal_features(10**7, 32, 20_000) == 1024  # the frequency budget
     assert primal_features(61_000, 32, 784) == D[5]
@@ -509,32 +514,31 @@ def test_level_tolerance_leaves_the_last_level_and_small_sets():
 
 
 @pytest.mark.parametrize("fraction", [0.0, 1.0])
-def test_sets_within_level_zero_do_not_move(monkeypatch, fraction):
-    """Sets of at most PRIMAL_START_ROWS rows (the pipeline's) are solved on
-    level 0 only: the level rule leaves their model bit for bit."""
+def test_sets_within_level_zero_do_not_move(fraction):
+    """Sets of at most ``primal_start_rows`` rows (the pipeline's) are solved
+    on level 0 only: the level rule leaves their model bit for bit."""
     X, _, y_semi = _data(n=900)
     ref = TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
-    monkeypatch.setattr(_dsg, "PRIMAL_LEVEL_NOISE_FRACTION", fraction)
-    est = TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
+    opts = SolverOptions(primal_level_noise_fraction=fraction)
+    est = TSGS3VM(C=1.0, random_state=0, solver_options=opts).fit(X, y_semi)
     np.testing.assert_array_equal(ref.coef_, est.coef_)
     np.testing.assert_array_equal(ref.intercept_, est.intercept_)
 
 
-def test_looser_intermediate_levels_cost_fewer_iterations(small_levels,
-                                                          monkeypatch):
+def test_looser_intermediate_levels_cost_fewer_iterations(small_levels):
     """Stopping the intermediate levels at their sampling noise saves
     iterations; the last level's tolerance keeps the machine."""
     X, _, y_semi = _data(n=3000)
     fits = {}
     for fraction in (0.0, 0.5):
-        monkeypatch.setattr(_dsg, "PRIMAL_LEVEL_NOISE_FRACTION", fraction)
-        est = TSGS3VM(C=1.0, random_state=0).fit(X, y_semi)
+        opts = replace(small_levels, primal_level_noise_fraction=fraction)
+        est = TSGS3VM(C=1.0, random_state=0, solver_options=opts).fit(X, y_semi)
         fits[fraction] = (est.n_iter_, est.predict(X))
     assert fits[0.5][0] < fits[0.0][0]
     assert np.mean(fits[0.5][1] != fits[0.0][1]) < 0.01
 
 
-def _stage_models(X, y_semi):
+def _stage_models(X, y_semi, opts):
     """(n_iter, coef_) after every L-BFGS stage of a small Fourier fit."""
     seen = []
 
@@ -542,26 +546,25 @@ def _stage_models(X, y_semi):
         seen.append((n_iter, est.coef_.copy()))
 
     TSGS3VM(C=1.0, random_state=0, features="fourier", max_features=64,
-            callback=keep).fit(X, y_semi)
+            callback=keep, solver_options=opts).fit(X, y_semi)
     return seen
 
 
 @pytest.mark.parametrize("streamed", [True, False])
-def test_last_held_level_is_solved_to_the_tolerance(small_levels, monkeypatch,
-                                                    streamed):
+def test_last_held_level_is_solved_to_the_tolerance(small_levels, streamed):
     """Levels of 188 / 572 / 2 108 / 3 000 rows. With a held bound of 1 000
-    rows the last two stream and stop at PRIMAL_LARGE_LEVEL_MAX_ITER, so the
+    rows the last two stream and stop at ``primal_large_level_max_iter``, so the
     572-row level is the last one solved: it keeps the final tolerance
     however loose the noise rule is (bit for bit the model of fraction 0).
     Without the bound the same level stops at its noise (a fraction of 1e12:
     no iteration)."""
     X, _, y_semi = _data(n=3000)
-    if streamed:
-        monkeypatch.setattr(_dsg, "HELD_FEATURE_BYTES", 4 * 64 * 1000)
+    base = (replace(small_levels, held_feature_bytes=4 * 64 * 1000) if streamed
+            else small_levels)
     runs = {}
     for fraction in (0.0, 1e12):
-        monkeypatch.setattr(_dsg, "PRIMAL_LEVEL_NOISE_FRACTION", fraction)
-        runs[fraction] = _stage_models(X, y_semi)
+        opts = replace(base, primal_level_noise_fraction=fraction)
+        runs[fraction] = _stage_models(X, y_semi, opts)
     (it0, first), (it1, second) = runs[0.0][3], runs[1e12][3]  # level 1
     assert len(runs[0.0]) == len(runs[1e12]) == 6  # 3 annealing stages + 3 levels
     if streamed:
@@ -572,14 +575,15 @@ def test_last_held_level_is_solved_to_the_tolerance(small_levels, monkeypatch,
         assert not np.array_equal(first, second)
 
 
-def test_majorised_loss_keeps_the_final_tolerance(small_levels, monkeypatch):
+def test_majorised_loss_keeps_the_final_tolerance(small_levels):
     """The concave-convex procedure re-linearises before every solve, so its
     levels keep the final tolerance: the rule leaves it bit for bit."""
     X, _, y_semi = _data(n=3000)
     coefs = []
     for fraction in (0.0, 0.5):
-        monkeypatch.setattr(_dsg, "PRIMAL_LEVEL_NOISE_FRACTION", fraction)
-        est = TSGS3VM(C=1.0, random_state=0, unlabeled_loss="ramp_cccp")
+        opts = replace(small_levels, primal_level_noise_fraction=fraction)
+        est = TSGS3VM(C=1.0, random_state=0, unlabeled_loss="ramp_cccp",
+                      solver_options=opts)
         coefs.append(est.fit(X, y_semi).coef_.copy())
     np.testing.assert_array_equal(coefs[0], coefs[1])
 
@@ -587,7 +591,7 @@ def test_majorised_loss_keeps_the_final_tolerance(small_levels, monkeypatch):
 @pytest.mark.parametrize("how", ["held_bound", "cost"])
 def test_folded_whitening_levels_give_the_row_whitened_model(small_levels,
                                                               monkeypatch, how):
-    """A Nyström level past the held bound, or of ``PRIMAL_FOLD_MIN_ROWS``
+    """A Nyström level past the held bound, or of ``primal_fold_min_rows``
     rows or more (off by default), streams k(X, Z) and applies L^-T to the
     coefficients per evaluation; a smaller one streams whitened rows
     (``NystromSpec.row_whitened``). Same objective, other arithmetic: with
@@ -597,17 +601,18 @@ def test_folded_whitening_levels_give_the_row_whitened_model(small_levels,
     1e-6 of its decision values."""
     X, _, y_semi = _data(n=900)
     kw = dict(C=1.0, random_state=0, dtype="float64", tol=1e-10)
-    rows = TSGS3VM(**kw).fit(X, y_semi)  # the default: whitened rows
+    rows = TSGS3VM(**kw, solver_options=small_levels).fit(X, y_semi)  # whitened rows
     assert rows.features_ == "nystroem"
     if how == "held_bound":
-        monkeypatch.setattr(_dsg, "PRIMAL_LARGE_LEVEL_MAX_ITER", 10**6)
+        opts = replace(small_levels, primal_large_level_max_iter=10**6,
+                       held_feature_bytes=0)
         levels = _dsg.primal_levels
-        monkeypatch.setattr(_dsg, "primal_levels",
-                            lambda sizes, seed, held_rows=None: levels(sizes, seed))
-        monkeypatch.setattr(_dsg, "HELD_FEATURE_BYTES", 0)
+        monkeypatch.setattr(_primal, "primal_levels",
+                            lambda sizes, seed, held_rows=None, opts=DEFAULT:
+                            levels(sizes, seed, opts=opts))
     else:
-        monkeypatch.setattr(_dsg, "PRIMAL_FOLD_MIN_ROWS", 0)
-    folded = TSGS3VM(**kw).fit(X, y_semi)
+        opts = replace(small_levels, primal_fold_min_rows=0)
+    folded = TSGS3VM(**kw, solver_options=opts).fit(X, y_semi)
     f_rows, f_folded = rows.decision_function(X), folded.decision_function(X)
     assert np.abs(f_rows - f_folded).max() <= 1e-6 * np.abs(f_rows).max()
 
@@ -625,10 +630,11 @@ def test_levels_fold_from_the_row_rule_on(small_levels, monkeypatch):
         seen.append(spec.whitening() is not None)
         return real(spec)
 
-    monkeypatch.setattr(_dsg, "Whitening", spy)
-    TSGS3VM(C=1.0, random_state=0, validation_fraction=None).fit(X, y_semi)
+    monkeypatch.setattr(_primal, "Whitening", spy)
+    kw = dict(C=1.0, random_state=0, validation_fraction=None)
+    TSGS3VM(**kw, solver_options=small_levels).fit(X, y_semi)
     assert seen == [False, False, False]
     seen.clear()
-    monkeypatch.setattr(_dsg, "PRIMAL_FOLD_MIN_ROWS", 500)
-    TSGS3VM(C=1.0, random_state=0, validation_fraction=None).fit(X, y_semi)
+    folding = replace(small_levels, primal_fold_min_rows=500)
+    TSGS3VM(**kw, solver_options=folding).fit(X, y_semi)
     assert seen == [False, True, True]

@@ -11,8 +11,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
 from tests._data import two_gaussians
 
-from weakkernels import FRS3VM, TSGS3VM, ModelFormatError, _dsg, load
+from weakkernels import FRS3VM, TSGS3VM, ModelFormatError, SolverOptions, _dsg, load
 from weakkernels._dsg import FunctionalModel, step_size
+from weakkernels._dsg import primal as _primal
 from weakkernels._selection import one_se_stage
 from weakkernels._threads import one_blas_thread
 from weakkernels.kernels import kernel_matrix
@@ -695,8 +696,9 @@ def test_ramp_cccp_steps_descend_the_nonconvex_objective(monkeypatch):
               random_state=0)
     values = []
     for steps in (1, 2, 3, 5, 20):
-        monkeypatch.setattr(_dsg, "CCCP_MAX_STEPS", steps)
-        values.append(_ramp_objective(TSGS3VM(**kw).fit(X, y), X, y))
+        opts = SolverOptions(cccp_max_steps=steps)
+        values.append(_ramp_objective(TSGS3VM(**kw, solver_options=opts).fit(X, y),
+                                      X, y))
     pairs = zip(values[:-1], values[1:], strict=True)
     assert all(b <= a + 1e-7 * abs(a) for a, b in pairs)
     assert values[-1] < values[0] - 1e-6
@@ -709,9 +711,8 @@ def test_ramp_cccp_steps_descend_the_nonconvex_objective(monkeypatch):
         self.majorize = lambda f, rows: calls.append(inner(f, rows)) or calls[-1]
 
     monkeypatch.setattr(_dsg.Problem, "__init__", spy)
-    monkeypatch.setattr(_dsg, "CCCP_MAX_STEPS", 200)
-    TSGS3VM(**kw).fit(X, y)
-    assert 2 < len(calls) < 200 and calls[-1] <= _dsg.CCCP_TOL
+    TSGS3VM(**kw, solver_options=SolverOptions(cccp_max_steps=200)).fit(X, y)
+    assert 2 < len(calls) < 200 and calls[-1] <= SolverOptions().cccp_tol
 
 
 def test_ramp_cccp_is_deterministic_and_needs_lbfgs():
@@ -810,7 +811,7 @@ def test_held_out_labels_keep_the_unlabeled_term_where_it_pays():
 def test_the_fit_after_the_choice_is_the_fit_at_that_c_star(monkeypatch, stage):
     """Whatever stage is kept, the returned machine is TSGS3VM's at that C*
     on every label, bit for bit (the held-out rows only choose C*)."""
-    monkeypatch.setattr(_dsg, "one_se_stage", lambda errors: stage)
+    monkeypatch.setattr(_primal, "one_se_stage", lambda errors: stage)
     X, y, _ = two_gaussians(n=6000, d=5, n_labeled=200, seed=8)
     kw = dict(C=10, max_features=128, random_state=0)
     held = TSGS3VM(validation_fraction=0.3, **kw).fit(X, y)
@@ -941,17 +942,16 @@ def test_a_loss_blow_up_below_the_output_bound_warns():
 def test_the_candidates_are_scored_on_the_largest_held_level(monkeypatch,
                                                              held_bytes):
     """5 800 unlabeled rows: level 0 samples 4 096 of them, level 1 holds
-    all (every sampled level kept: by PRIMAL_MERGE_FRACTION the 4 296-row
+    all (every sampled level kept: by ``primal_merge_fraction`` the 4 296-row
     level 0 would be dropped as near every row, and by
-    PRIMAL_ANNEAL_EVERY_ROW the held set would be one level). The five
+    ``primal_anneal_every_row`` the held set would be one level). The five
     candidates are scored once each, after the solver entered both levels;
     with no level held (held_bytes=0), on the first one."""
     import weakkernels.tsgs3vm as mod
 
-    monkeypatch.setattr(_dsg, "PRIMAL_MERGE_FRACTION", 1.0)
-    monkeypatch.setattr(_dsg, "PRIMAL_ANNEAL_EVERY_ROW", False)
-    if held_bytes is not None:
-        monkeypatch.setattr(_dsg, "HELD_FEATURE_BYTES", held_bytes)
+    opts = SolverOptions(primal_merge_fraction=1.0, primal_anneal_every_row=False,
+                         **({} if held_bytes is None
+                            else {"held_feature_bytes": held_bytes}))
     events = []
 
     class Level(_dsg.Whitening):  # built once per level entered
@@ -965,12 +965,12 @@ def test_the_candidates_are_scored_on_the_largest_held_level(monkeypatch,
         events.append("score")
         return score(*args)
 
-    monkeypatch.setattr(_dsg, "Whitening", Level)
+    monkeypatch.setattr(_primal, "Whitening", Level)
     monkeypatch.setattr(mod, "_held_out_errors", spy_score)
     X, y, _ = two_gaussians(n=6000, d=5, n_labeled=200, seed=8)
-    assert len(_dsg.primal_levels([140, 5800, 60], 0)) == 2
+    assert len(_dsg.primal_levels([140, 5800, 60], 0, opts=opts)) == 2
     TSGS3VM(validation_fraction=0.3, C=10, max_features=128,
-            random_state=0).fit(X, y)
+            random_state=0, solver_options=opts).fit(X, y)
     # the choice's fit, then the refit (levels, no scores)
     last = len(events) - events[::-1].index("score")
     choice = events[:last]

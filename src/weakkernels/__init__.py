@@ -19,6 +19,7 @@ from __future__ import annotations
 # see). Importing a module registers its classes with the model file loader.
 from weakkernels import baselines
 from weakkernels._artifact import _REGISTRY, ModelFormatError, load
+from weakkernels._options import SolverOptions
 from weakkernels._version import __version__
 from weakkernels.baselines.auc import PNUAUC as PNUAUC
 from weakkernels.baselines.auc import ExactS2AUC as ExactS2AUC
@@ -42,6 +43,7 @@ __all__ = [
     "ModelFormatError",
     "RampSVM",
     "RandomFeatures",
+    "SolverOptions",
     "__version__",
     "load",
 ]

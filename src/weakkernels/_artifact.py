@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from weakkernels._options import SolverOptions
 from weakkernels._version import __version__
 
 FORMAT_NAME = "weakkernels-model"
@@ -447,8 +448,10 @@ class ArtifactMixin:
         check_is_fitted(self)
         # A callback (progress, pruning) belongs to the fitting session, not to
         # the model: it is stored as None (and could not be stored without pickle).
+        # Solver options are stored as their fields (plain JSON).
         params = {
-            k: (None if callable(v) else v)
+            k: (None if callable(v) else v.to_dict() if isinstance(v, SolverOptions)
+                else v)
             for k, v in self.get_params(deep=False).items()
         }
         meta, arrays = self._artifact_state()
@@ -488,9 +491,13 @@ class ArtifactMixin:
             raise ModelFormatError(
                 "model file is missing state: meta.json needs 'params' and 'state'"
             )
+        params = dict(meta["params"])
         try:
-            est = cls(**meta["params"])
-        except TypeError as exc:
+            if isinstance(params.get("solver_options"), dict):
+                params["solver_options"] = SolverOptions.from_dict(
+                    params["solver_options"])
+            est = cls(**params)
+        except (TypeError, ValueError) as exc:
             raise _corrupt("meta.json", f"params: {exc}") from exc
         try:
             est._validate_params()

@@ -11,8 +11,8 @@ seeded frequencies (the worker draws them from the spec's seed once per fit,
 never receives them), runs the same chunk kernels as the in-memory solver
 (:func:`weakkernels._dsg.primal_chunk`, :func:`weakkernels._dsg.fused_chunk`)
 over the in-memory solver's sub-chunks: the set's rows cut every
-:data:`weakkernels._dsg.PRIMAL_CHUNK_ROWS` rows, each sub-chunk computed by
-the task of the Dask chunk where it starts. The task returns one D x K
+``SolverOptions.primal_chunk_rows`` rows, each sub-chunk computed by the
+task of the Dask chunk where it starts. The task returns one D x K
 partial per sub-chunk and the client adds them in the set's order -- the
 in-memory solver's sum -- so the model is the in-memory fit's bit for bit,
 whatever the chunking of ``X``, the number of workers or which worker ran
@@ -46,8 +46,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from weakkernels._dsg import (
-    PRIMAL_CACHE_FRACTION,
-    PRIMAL_CHUNK_ROWS,
     RowLoss,
     _PrimalSet,
     add_in_order,
@@ -58,6 +56,7 @@ from weakkernels._dsg import (
     primal_chunk,
     release_mapped_rows,
 )
+from weakkernels._options import DEFAULT_OPTIONS
 from weakkernels._threads import one_blas_thread_cached
 from weakkernels.kernels import cell_moments
 from weakkernels.random_features import as_compute_rows
@@ -173,15 +172,14 @@ def _stack(parts):
     return np.concatenate([np.asarray(p) for p in parts])
 
 
-def _chunks(shared, norm, block, sel):
-    """``(c0, c1, psi)`` of a task's sub-chunks of :data:`PRIMAL_CHUNK_ROWS`
-    rows, regenerated from the frequencies. ``sel = (local, rows, tail,
-    copied)``: this chunk's rows ``local`` from the first sub-chunk that
-    starts in it, their row numbers in the set, the rows (from the next
-    chunks) that complete its last sub-chunk -- the sub-chunks are the
-    in-memory solver's, on the set's own 2048-row grid, whatever the Dask
-    chunks -- and the rows ``local`` copied once per level, or None (then
-    they are read from the chunk).
+def _chunks(shared, grid, norm, block, sel):
+    """``(c0, c1, psi)`` of a task's sub-chunks of ``grid[0]`` rows (the fit's
+    ``SolverOptions.primal_chunk_rows``), regenerated from the frequencies. ``sel =
+    (local, rows, tail, copied)``: this chunk's rows ``local`` from the first sub-chunk
+    that starts in it, their row numbers in the set, the rows (from the next chunks)
+    that complete its last sub-chunk -- the sub-chunks are the in-memory solver's, on
+    the set's own chunk grid, whatever the Dask chunks -- and the rows ``local`` copied
+    once per level, or None (then they are read from the chunk).
 
     The task's sub-chunks are computed in one set of buffers (``work``, see
     :func:`weakkernels.random_features.work_array`: new arrays per
@@ -198,8 +196,8 @@ def _chunks(shared, norm, block, sel):
     n = own + (tail.shape[0] if tail is not None else 0)
     work = {}
     try:
-        for c0 in range(0, n, PRIMAL_CHUNK_ROWS):
-            c1 = min(n, c0 + PRIMAL_CHUNK_ROWS)
+        for c0 in range(0, n, grid[0]):
+            c1 = min(n, c0 + grid[0])
             X = _take(block, _sub(local, c0, min(c1, own)))
             if c1 > own:
                 X = _stack([X, tail])
@@ -223,39 +221,39 @@ def _aligned(a):
 # The tasks return one partial per sub-chunk: the client adds them all in
 # the set's order (the in-memory solver's sum, the same bits); a sum per
 # task first would round by Dask chunk.
-def _forward_task(shared, norm, block, sel, v32):
+def _forward_task(shared, grid, norm, block, sel, v32):
     v32 = _aligned(v32)
     with one_blas_thread_cached():
-        parts = [chunk_forward(P, v32)
-                 for _, _, P in _chunks(shared, norm, block, sel)]
+        parts = [chunk_forward(P, v32, grid[1])
+                 for _, _, P in _chunks(shared, grid, norm, block, sel)]
     return np.concatenate(parts) if parts else np.zeros((0, v32.shape[1]))
 
 
-def _backward_task(shared, norm, block, sel, g32):
+def _backward_task(shared, grid, norm, block, sel, g32):
     g32 = _aligned(g32)
     with one_blas_thread_cached():
         return [chunk_backward(P, g32[c0:c1])
-                for c0, c1, P in _chunks(shared, norm, block, sel)]
+                for c0, c1, P in _chunks(shared, grid, norm, block, sel)]
 
 
-def _fused_task(shared, norm, block, sel, pointwise, v32, shift, s, m, w,
+def _fused_task(shared, grid, norm, block, sel, pointwise, v32, shift, s, m, w,
                 n_sums):
     fn = RowLoss(pointwise, s, m, w, n_sums)
     v32, shift = _aligned(v32), _aligned(shift)
     rows = sel[1]
     parts = []
     with one_blas_thread_cached():
-        for c0, c1, P in _chunks(shared, norm, block, sel):
+        for c0, c1, P in _chunks(shared, grid, norm, block, sel):
             r = (np.arange(rows[0] + c0, rows[0] + c1) if isinstance(rows, tuple)
                  else rows[c0:c1])
-            parts.append(fused_chunk(P, v32, shift, fn, r))
+            parts.append(fused_chunk(P, v32, shift, fn, r, grid[1]))
     return parts
 
 
-def _mean_task(shared, norm, block, sel):
+def _mean_task(shared, grid, norm, block, sel):
     with one_blas_thread_cached():
         return [P.sum(axis=0, dtype=np.float64)
-                for _, _, P in _chunks(shared, norm, block, sel)]
+                for _, _, P in _chunks(shared, grid, norm, block, sel)]
 
 
 def _same(value):
@@ -503,7 +501,7 @@ class DaskRows:
         return base._losses[1]
 
     def primal_set(self, index, idx, spec, W, second, norm, hold=False,
-                   pool=None):
+                   pool=None, opts=DEFAULT_OPTIONS):
         """The point set of rows ``index[idx]`` of this view (the solver's
         ``(source, index)`` set at a level with sample ``idx``).
 
@@ -517,23 +515,23 @@ class DaskRows:
         :class:`DaskPrimalSet`: the features are regenerated on the workers
         at every evaluation, as the in-memory solver streams them."""
         if hold:
-            return _PrimalSet(_GatheredSet(self, index, idx), 0, idx, spec, W,
-                              second, norm, True, pool)
+            return _PrimalSet(_GatheredSet(self, index, idx, opts), 0, idx, spec,
+                              W, second, norm, True, pool)
         n_blocks = W.shape[-1] // spec.block_size
         return DaskPrimalSet(self, index, idx,
                              self._frequency_future(spec, W, n_blocks), norm,
-                             W.shape[-1])
+                             W.shape[-1], opts)
 
 
-    def worker_budget(self) -> float:
+    def worker_budget(self, fraction: float) -> float:
         """Bytes of copied rows a worker may keep: the in-memory solver's
-        hold fraction of the smallest worker ``memory_limit`` (none set: no
-        limit)."""
+        hold ``fraction`` of the smallest worker ``memory_limit`` (none set:
+        no limit)."""
         info = self.client.scheduler_info()["workers"].values()
         limits = [w.get("memory_limit") or 0 for w in info]
         if not limits or not all(limits):
             return float("inf")
-        return PRIMAL_CACHE_FRACTION * min(limits)
+        return fraction * min(limits)
 
 
 class _GatheredSet:
@@ -542,8 +540,9 @@ class _GatheredSet:
     reads: ``rows(s, sel, dtype)`` for the set's row numbers ``sel`` (sorted,
     among the sample ``idx``; ``s`` is the one set here)."""
 
-    def __init__(self, rows: DaskRows, index, idx):
+    def __init__(self, rows: DaskRows, index, idx, options=DEFAULT_OPTIONS):
         pos = np.arange(rows.shape[0]) if index is None else np.asarray(index)
+        self.options = options  # read by the _PrimalSet (its chunk grid)
         self.n = int(pos.size)
         self.idx = idx
         self.X = rows[pos if idx is None else pos[idx]]
@@ -564,14 +563,15 @@ class DaskPrimalSet:
     """:class:`weakkernels._dsg._PrimalSet`'s interface (``m``, ``forward``,
     ``backward``, ``fused``, ``mean``) over rows held by Dask workers, with
     its sub-chunks and sums: the set's rows cut every
-    :data:`PRIMAL_CHUNK_ROWS` rows, each sub-chunk computed by the task of
+    ``opts.primal_chunk_rows`` rows, each sub-chunk computed by the task of
     the Dask chunk where it starts (the few rows it has in the next chunks
     are sent there once per level), one partial per sub-chunk, added on the
     client in the set's order. The products are the in-memory solver's bit
     for bit, for any chunking of ``X`` and any number of workers.
     """
 
-    def __init__(self, rows: DaskRows, index, idx, shared, norm, n_features):
+    def __init__(self, rows: DaskRows, index, idx, shared, norm, n_features,
+                 opts=DEFAULT_OPTIONS):
         pos = np.arange(rows.shape[0]) if index is None else np.asarray(index)
         if idx is not None:
             pos = pos[idx]
@@ -582,11 +582,12 @@ class DaskPrimalSet:
         self.rows, self.shared, self.norm = rows, shared, norm
         self.D = int(n_features)
         client = rows.client
-        step = PRIMAL_CHUNK_ROWS
+        step = opts.primal_chunk_rows
+        self.grid = (step, opts.fused_block_bytes)
         # a sample's rows are copied on the workers when all of them would
         # fit the hold fraction of one worker's memory_limit
         copy = (idx is not None and self.m * rows.shape[1] * rows.base.itemsize
-                <= rows.worker_budget())
+                <= rows.worker_budget(opts.primal_cache_fraction))
         spans = list(rows._per_block(glob))  # (block, local rows, (a, b))
         self.parts = []  # (block, selection, (p0, p1) of its sub-chunks)
         for k, (blk, local, (a, b)) in enumerate(spans):
@@ -613,7 +614,7 @@ class DaskPrimalSet:
 
     def _run(self, fn, *args, per_part=None):
         client = self.rows.client
-        futs = [client.submit(fn, self.shared, self.norm, block, sel,
+        futs = [client.submit(fn, self.shared, self.grid, self.norm, block, sel,
                               *(per_part(span) if per_part else ()), *args,
                               pure=False, **self.rows.beside(block))
                 for block, sel, span in self.parts]

@@ -67,6 +67,7 @@ from weakkernels._dsg import (
     seeded_sample,
     set_expansion_state,
 )
+from weakkernels._options import options_of
 from weakkernels._threads import one_blas_thread
 from weakkernels._validation import (
     LabeledScoreMixin,
@@ -461,6 +462,9 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         iterations, or once after the L-BFGS solve, with the estimator usable
         for ``decision_function``/``score``.
     callback_every : int, default=10
+    solver_options : SolverOptions or None, default=None
+        The solvers' tunables (:class:`weakkernels.SolverOptions`: sample
+        levels, feature-count rules, caches, caps); None: the defaults.
 
     Attributes
     ----------
@@ -515,6 +519,7 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         random_state=None,
         callback=None,
         callback_every=10,
+        solver_options=None,
     ):
         self.gamma = gamma
         self.prior = prior
@@ -534,6 +539,7 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         self.t0 = t0
         self.features = features
         self.max_features = max_features
+        self.solver_options = solver_options
         self.dtype = dtype
         self.random_state = random_state
         self.callback = callback
@@ -577,8 +583,9 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         seed = seed_from_random_state(self.random_state)
         self.seed_ = seed
         B = int(self.block_size)
+        opts = options_of(self)
         max_blocks = default_blocks(
-            self.solver, (n_p, n_n, n_u), self.max_features, B, X.shape[1])
+            self.solver, (n_p, n_n, n_u), self.max_features, B, X.shape[1], opts)
         # Nyström landmarks: the labeled rows (positives and negatives) first,
         # up to half, then unlabeled ones
         spec, B, max_blocks, self.features_ = expansion_basis(
@@ -586,9 +593,10 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
             sigma=self.sigma_, degree=self.degree, coef0=self.coef0,
             first=(X, np.flatnonzero(labeled)), rest=(X, idx_u),
             m=None if self.max_features is None else B * max_blocks,
-            block_size=B, max_blocks=max_blocks, dtype=dtype, seed=seed)
+            block_size=B, max_blocks=max_blocks, dtype=dtype, seed=seed,
+            opts=opts)
         T = iteration_budget(self.solver, self.max_iter, self.n_passes, n_u,
-                             self.batch_size, self.min_iter)
+                             self.batch_size, self.min_iter, opts)
         # Fixed unlabeled sample for the threshold (identical at every callback).
         XU_thr = as_compute_rows(
             X[idx_u[seeded_sample(n_u, _THRESHOLD_SAMPLE, seed)]], dtype
@@ -610,6 +618,7 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
             # L-BFGS: one pass per evaluation where features stream
             moments=None if sgd else (
                 lambda totals, ms, w: pnu_auc_risk_of_moments(totals, ms, gamma)),
+            options=opts,
         )
         monitor = callback_monitor(
             self, lambda model, b: self._set_model_state(model, XU_thr)

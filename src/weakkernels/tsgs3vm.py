@@ -57,6 +57,7 @@ from weakkernels._dsg import (
     set_expansion_state,
     step_size,
 )
+from weakkernels._options import options_of
 from weakkernels._selection import c_star_rule, one_se_stage
 from weakkernels._threads import one_blas_thread
 from weakkernels._validation import (
@@ -439,15 +440,17 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
         self.validation_fraction_ = resolve_validation_fraction(
             self.validation_fraction, yl, self.solver, X.shape[0],
             hasattr(X, "primal_set")) if C_star > 0 else None
+        opts = options_of(self)
         B, max_blocks = self._layout(X.shape[0], (n_l, n_u), X.shape[1])
         spec, B, max_blocks, self.features_ = expansion_basis(
             self.features, solver=self.solver, kernel=self.kernel,
             sigma=self.sigma_, degree=self.degree, coef0=self.coef0,
             first=(X, np.flatnonzero(labeled)), rest=(X, idx_u),
             m=B * max_blocks if self._features_given() else None,
-            block_size=B, max_blocks=max_blocks, dtype=dtype, seed=seed)
+            block_size=B, max_blocks=max_blocks, dtype=dtype, seed=seed,
+            opts=opts)
         T = iteration_budget(self.solver, self.max_iter, self.n_passes, n_u,
-                             self.batch_size)
+                             self.batch_size, opts=opts)
         schedule = SCHEDULES[self.learning_rate]
         eta0 = float(self.eta0)
         if sgd and self.balance_ == "supervised":
@@ -539,6 +542,7 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
                 pointwise=pointwise, outputs_on=1,
                 majorize=majorize if cccp else None,
                 select=(2, partial(_held_out_errors, held[1])) if held else None,
+                options=opts,
             )
 
         def fit(problem, uname=uname, **kwargs):
@@ -901,7 +905,10 @@ default="auto"
         ``callback(estimator, n_iter)`` every ``callback_every`` SGD iterations
         or after each L-BFGS stage, with the estimator usable for
         ``decision_function`` (Optuna pruning, curves).
-    callback_every : int, default=10"""
+    callback_every : int, default=10
+    solver_options : SolverOptions or None, default=None
+        The solvers' tunables (:class:`weakkernels.SolverOptions`: sample
+        levels, feature-count rules, caches, caps); None: the defaults."""
 
 _ATTRIBUTES_DOC = """classes_ : ndarray, the real classes (never -1).
     coef_ : ndarray (n_outputs, n_features_model_)
@@ -999,6 +1006,7 @@ class TSGS3VM(_S3VMBase):
         random_state=None,
         callback=None,
         callback_every=10,
+        solver_options=None,
     ):
         self.C = C
         self.C_star = C_star
@@ -1026,13 +1034,15 @@ class TSGS3VM(_S3VMBase):
         self.random_state = random_state
         self.callback = callback
         self.callback_every = callback_every
+        self.solver_options = solver_options
 
     def _features_given(self):
         return self.max_features is not None
 
     def _layout(self, n_rows, set_sizes, d):
         B = int(self.block_size)
-        return B, default_blocks(self.solver, set_sizes, self.max_features, B, d)
+        return B, default_blocks(self.solver, set_sizes, self.max_features, B, d,
+                                 options_of(self))
 
 
 @register
@@ -1100,6 +1110,7 @@ class FRS3VM(_S3VMBase):
         random_state=None,
         callback=None,
         callback_every=10,
+        solver_options=None,
     ):
         self.C = C
         self.C_star = C_star
@@ -1126,6 +1137,7 @@ class FRS3VM(_S3VMBase):
         self.random_state = random_state
         self.callback = callback
         self.callback_every = callback_every
+        self.solver_options = solver_options
 
     def _features_given(self):
         return self.n_components is not None
@@ -1134,6 +1146,7 @@ class FRS3VM(_S3VMBase):
         if self.n_components == "sqrt":
             D = math.ceil(math.sqrt(n_rows))
         else:
-            D = self.n_components or default_blocks("lbfgs", set_sizes, None, 1, d)
+            D = self.n_components or default_blocks("lbfgs", set_sizes, None, 1, d,
+                                                    options_of(self))
         # One block holding all features, revisited every step.
         return int(D), 1

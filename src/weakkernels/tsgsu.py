@@ -69,7 +69,6 @@ from weakkernels._dsg import (
     BASIS_CONSTRAINTS,
     DSG_CONSTRAINTS,
     EXPANSION_CONSTRAINTS,
-    LBFGS_MAX_ITER,
     FunctionalModel,
     Problem,
     callback_monitor,
@@ -84,6 +83,7 @@ from weakkernels._dsg import (
     sgd_tail,
     solve_quadratic,
 )
+from weakkernels._options import options_of
 from weakkernels._threads import one_blas_thread
 from weakkernels._validation import (
     _SPARSE_FORMATS,
@@ -655,6 +655,9 @@ class TSGSU(_SUBase):
         iterations, or once after the L-BFGS solve, with the estimator usable
         for ``decision_function``.
     callback_every : int, default=10
+    solver_options : SolverOptions or None, default=None
+        The solvers' tunables (:class:`weakkernels.SolverOptions`: sample
+        levels, feature-count rules, caches, caps); None: the defaults.
 
     Attributes
     ----------
@@ -715,6 +718,7 @@ class TSGSU(_SUBase):
         random_state=None,
         callback=None,
         callback_every=10,
+        solver_options=None,
     ):
         self.prior = prior
         self.loss = loss
@@ -735,6 +739,7 @@ class TSGSU(_SUBase):
         self.features = features
         self.max_features = max_features
         self.dtype = dtype
+        self.solver_options = solver_options
         self.random_state = random_state
         self.callback = callback
         self.callback_every = callback_every
@@ -754,6 +759,7 @@ class TSGSU(_SUBase):
                 f"(the quadratic Eq. 7); got loss={self.loss!r}, "
                 f"correction={self.correction!r}.")
         lam = float(self.lam)
+        opts = options_of(self)
         if sgd:
             T = SGD_MAX_ITER if self.max_iter is None else int(self.max_iter)
             # The largest step is the first for both schedules.
@@ -763,11 +769,11 @@ class TSGSU(_SUBase):
                     " so (1 - eta lam) f would flip or zero the model. Lower eta0."
                 )
         else:
-            T = int(self.max_iter or LBFGS_MAX_ITER)
+            T = int(self.max_iter or opts.lbfgs_max_iter)
         B = int(self.block_size)
         max_blocks = default_blocks(
             self.solver, (XS.shape[0], XU.shape[0]), self.max_features, B,
-            XS.shape[1])
+            XS.shape[1], opts)
         # Nyström landmarks: the pair rows first (up to half), as the labeled
         # rows of the S3VM: the points the risk weighs individually
         spec, B, max_blocks, self.features_ = expansion_basis(
@@ -776,7 +782,7 @@ class TSGSU(_SUBase):
             first=(XS, None), rest=(XU, None),
             m=None if self.max_features is None else B * max_blocks,
             block_size=B, max_blocks=max_blocks, dtype=np.dtype(self.dtype),
-            seed=seed)
+            seed=seed, opts=opts)
         prior, loss_name, corr = self.prior_, self.loss, self.correction
         self.risk_curve_ = []
         # solver="sgd": each step's partial risks (R+, R-). The corrected risk
@@ -808,6 +814,7 @@ class TSGSU(_SUBase):
             # L-BFGS, squared loss: one pass per evaluation where features
             # stream
             moments=moments if not sgd and loss_name == "squared" else None,
+            options=opts,
         )
         def expose(model, b):
             self._set_model_state(model, b)
@@ -844,7 +851,7 @@ class TSGSU(_SUBase):
         model, b = solve_quadratic(
             spec, n_blocks, [(XS, None), (XU, None)], q=[0.0, 0.5],
             lin=[-a * pi_S, 0.5 * a], lam=float(self.lam),
-            intercept=bool(self.fit_intercept))
+            intercept=bool(self.fit_intercept), opts=options_of(self))
         with one_blas_thread():
             fS, fU = model.evaluate(XS)[:, 0] + b[0], model.evaluate(XU)[:, 0] + b[0]
         risk = su_risk(fS, fU, self.prior_, "squared", "none")
