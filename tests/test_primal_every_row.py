@@ -396,8 +396,11 @@ def test_default_fit_reads_every_row(small_levels, monkeypatch):
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
                     reason="needs 2 numba threads")
-@pytest.mark.parametrize("est", [TSGS3VM(C=1.0, random_state=0),
-                                 FRS3VM(C=1.0, random_state=0)])
+# validation_fraction=None here and below: one fit's levels, not the default's
+# cross-validation of C* on a set this small (five folds of the same levels)
+@pytest.mark.parametrize("est", [
+    TSGS3VM(C=1.0, random_state=0, validation_fraction=None),
+    FRS3VM(C=1.0, random_state=0, validation_fraction=None)])
 def test_one_and_two_threads_give_bit_identical_models(small_levels, est):
     X, _, y_semi = _data(n=900)
     old = numba.get_num_threads()
@@ -418,9 +421,10 @@ def test_streamed_features_equal_held_features(small_levels):
     """With no memory budget every product regenerates its chunk from the
     seeds: the same model, bit for bit."""
     X, _, y_semi = _data(n=900)
-    held = TSGS3VM(C=1.0, random_state=0, solver_options=small_levels).fit(X, y_semi)
+    kw = dict(C=1.0, random_state=0, validation_fraction=None)
+    held = TSGS3VM(**kw, solver_options=small_levels).fit(X, y_semi)
     no_cache = replace(small_levels, primal_cache_max_bytes=0)
-    streamed = TSGS3VM(C=1.0, random_state=0, solver_options=no_cache).fit(X, y_semi)
+    streamed = TSGS3VM(**kw, solver_options=no_cache).fit(X, y_semi)
     np.testing.assert_array_equal(held.coef_, streamed.coef_)
     np.testing.assert_array_equal(held.intercept_, streamed.intercept_)
 
@@ -532,7 +536,8 @@ def test_looser_intermediate_levels_cost_fewer_iterations(small_levels):
     fits = {}
     for fraction in (0.0, 0.5):
         opts = replace(small_levels, primal_level_noise_fraction=fraction)
-        est = TSGS3VM(C=1.0, random_state=0, solver_options=opts).fit(X, y_semi)
+        est = TSGS3VM(C=1.0, random_state=0, validation_fraction=None,
+                      solver_options=opts).fit(X, y_semi)
         fits[fraction] = (est.n_iter_, est.predict(X))
     assert fits[0.5][0] < fits[0.0][0]
     assert np.mean(fits[0.5][1] != fits[0.0][1]) < 0.01
@@ -583,7 +588,7 @@ def test_majorised_loss_keeps_the_final_tolerance(small_levels):
     for fraction in (0.0, 0.5):
         opts = replace(small_levels, primal_level_noise_fraction=fraction)
         est = TSGS3VM(C=1.0, random_state=0, unlabeled_loss="ramp_cccp",
-                      solver_options=opts)
+                      validation_fraction=None, solver_options=opts)
         coefs.append(est.fit(X, y_semi).coef_.copy())
     np.testing.assert_array_equal(coefs[0], coefs[1])
 
