@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         exp_id = setup_mlflow(params["mlflow"]["experiment"],
                               repo_root(Path(args.params).resolve().parent))
         log_to_mlflow(per_seed, summary, side.get("parent_run_id"))
-        for ds, reg in register_champions(champions(runs, per_seed), runs, per_seed,
+        for ds, reg in register_champions(champions(runs, per_seed), runs,
                                           args.predictions, args.prepared).items():
             print(f"{ds}: models:/{reg['name']} version {reg['version']} is "
                   f"{reg['alias'] or 'the champion (unchanged)'}")

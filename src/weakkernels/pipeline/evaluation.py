@@ -323,23 +323,31 @@ def served_test_rows(runs: list[dict], pred_dir, prepared_dir, rec: dict):
     return rows
 
 
+def _test_wrong(runs: list[dict], pred_dir, rec: dict) -> dict:
+    """``{seed: 0/1 test errors}`` of ``rec``'s model x dataset x size."""
+    out = {}
+    for r in runs:
+        if _same_cell(r, rec):
+            p = load_npz(Path(pred_dir) / r["predictions"])
+            out[r["seed"]] = np.asarray(p["pred_test"]) != np.asarray(p["y_test"])
+    return out
+
+
 def register_champions(chosen: dict[str, dict], runs: list[dict] = (),
-                       per_seed: list[dict] = (), pred_dir=None,
-                       prepared_dir=None) -> dict[str, dict]:
+                       pred_dir=None, prepared_dir=None) -> dict[str, dict]:
     """Register each dataset's chosen model as a version of
     ``weakkernels-<dataset>`` and move its ``champion`` alias only on purpose
     (:func:`weakkernels.pipeline.promotion.register`: never from a DVC
     experiment; on the main line only on a resolved win over the current
-    champion on the same seeds' test splits).  ``runs``, ``per_seed`` and the
-    two directories give that comparison its rows; without them nothing is
+    champion on the same seeds' test splits).  ``runs`` and the two
+    directories give that comparison its test rows; without them nothing is
     resolved.  Returns per dataset ``{name, version, alias, moved}``."""
     exp = experiment_name()
     out = {}
     for dataset, rec in chosen.items():
-        errors = {r["seed"]: r["test_error"] for r in per_seed
-                  if _same_cell(r, rec)}
-        rows = served_test_rows(runs, pred_dir, prepared_dir, rec) if errors else None
-        out[dataset] = register(dataset, rec, errors, rows, experiment=exp)
+        wrong = _test_wrong(runs, pred_dir, rec) if pred_dir else {}
+        rows = served_test_rows(runs, pred_dir, prepared_dir, rec) if wrong else None
+        out[dataset] = register(dataset, rec, wrong, rows, experiment=exp)
     return out
 
 

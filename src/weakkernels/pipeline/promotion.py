@@ -19,13 +19,14 @@ tags):
   the champion.  Later, the new model is compared with the current champion on
   the same test rows: for every seed of the new model's runs, both are scored
   on that seed's test split (the champion through its served pyfunc, on the
-  raw rows), and ``champion`` moves only when the paired per-seed difference
-  of test errors beats zero by more than its standard error (:func:`compare`,
-  the one-SE rule of :func:`weakkernels._dsg.one_se_better`; fewer than two
-  seeds resolve nothing).  Otherwise the version gets ``challenger``.  Either
+  raw rows), and ``champion`` moves only when the mean paired difference of
+  their errors is below zero by more than its standard error, the larger of
+  the spread over seeds and over test points (:func:`compare`, the one-SE
+  rule of :func:`weakkernels._dsg.one_se_better`; fewer than two seeds
+  resolve nothing).  Otherwise the version gets ``challenger``.  Either
   way the comparison -- both mean test errors, the paired difference, its SE,
-  the seeds, the champion's version and the commit -- goes into the version's
-  tags (``compare.*``).
+  the per-seed differences, the champion's version and the commit -- goes
+  into the version's tags (``compare.*``).
 * **By hand**: :func:`promote` (``make promote MODEL=weakkernels-cod-rna
   VERSION=3``, which runs ``python -m weakkernels.pipeline.promotion``) points
   ``champion`` at any version and tags it ``promoted.by = hand``.
@@ -77,24 +78,38 @@ def experiment_name(env: dict | None = None, cwd: str | None = None) -> str | No
     return "unnamed" if main_repo_root(here) != here else None
 
 
-def compare(new_errors: dict[int, float], champion_errors: dict[int, float]) -> dict:
-    """The main line's rule: the new model wins when its test errors beat the
-    champion's on the same seeds' test splits by more than one standard error
-    of the paired per-seed difference (:func:`one_se_better`); fewer than two
-    seeds give no spread, so nothing is resolved."""
-    seeds = sorted(set(new_errors) & set(champion_errors))
-    new = np.array([new_errors[s] for s in seeds], float)
-    old = np.array([champion_errors[s] for s in seeds], float)
-    better, diff, se = one_se_better(new, old) if seeds else (False, 0.0, 0.0)
-    return {"wins": bool(better and len(seeds) >= 2),
-            "new_test_error": float(new.mean()) if seeds else float("nan"),
-            "champion_test_error": float(old.mean()) if seeds else float("nan"),
-            "paired_diff": diff, "paired_se": se, "seeds": seeds}
+def compare(new_wrong: dict[int, np.ndarray],
+            champion_wrong: dict[int, np.ndarray]) -> dict:
+    """The main line's rule on the same seeds' test points: ``*_wrong[seed]``
+    are the 0/1 errors of the new model and of the champion on that seed's
+    test split.  The new model wins when the mean paired difference of their
+    errors is below zero by more than its standard error, taken as the larger
+    of the spread over seeds (the per-seed differences' SE) and over the test
+    points (:func:`one_se_better`'s per-point SE, which keeps two seeds that
+    differ by the same one point from counting as resolved).  Fewer than two
+    seeds resolve nothing."""
+    seeds = sorted(set(new_wrong) & set(champion_wrong))
+    if not seeds:
+        return {"wins": False, "new_test_error": float("nan"),
+                "champion_test_error": float("nan"), "paired_diff": float("nan"),
+                "paired_se": float("nan"), "seeds": [], "per_seed_diff": []}
+    new = np.concatenate([np.asarray(new_wrong[s], float) for s in seeds])
+    old = np.concatenate([np.asarray(champion_wrong[s], float) for s in seeds])
+    _, diff, se = one_se_better(new, old)
+    per_seed = np.array([np.mean(new_wrong[s]) - np.mean(champion_wrong[s])
+                         for s in seeds])
+    if len(seeds) > 1:
+        se = max(se, float(per_seed.std(ddof=1) / np.sqrt(len(seeds))))
+    return {"wins": bool(len(seeds) >= 2 and -diff > se * (1 + 1e-9)),
+            "new_test_error": float(new.mean()),
+            "champion_test_error": float(old.mean()),
+            "paired_diff": diff, "paired_se": se, "seeds": seeds,
+            "per_seed_diff": [float(d) for d in per_seed]}
 
 
-def _champion_errors(name: str, seeds, test_rows: TestRows) -> dict:
-    """The current champion's test error on each seed's test rows, scored as it
-    is served (raw rows in, ``label`` out)."""
+def _champion_wrong(name: str, seeds, test_rows: TestRows) -> dict:
+    """The current champion's 0/1 errors on each seed's test rows, scored as
+    it is served (raw rows in, ``label`` out)."""
     import mlflow
 
     served = mlflow.pyfunc.load_model(f"models:/{name}@{CHAMPION}")
@@ -102,7 +117,7 @@ def _champion_errors(name: str, seeds, test_rows: TestRows) -> dict:
     for seed in seeds:
         X_raw, y = test_rows(seed)
         labels = served.predict(X_raw)["label"].to_numpy()
-        out[seed] = float(np.mean(labels != np.asarray(y)))
+        out[seed] = labels != np.asarray(y)
     return out
 
 
@@ -150,17 +165,20 @@ def _evidence(verdict: dict, against: str, commit: str) -> dict[str, str]:
             "compare.paired_diff": repr(verdict["paired_diff"]),
             "compare.paired_se": repr(verdict["paired_se"]),
             "compare.seeds": ",".join(map(str, verdict["seeds"])),
-            "compare.rule": "paired per-seed test error difference < -1 SE, "
-                            ">= 2 seeds",
+            "compare.per_seed_diff": ",".join(f"{d:.6g}"
+                                              for d in verdict["per_seed_diff"]),
+            "compare.rule": "mean paired test error difference < -SE (the larger "
+                            "of the seeds' and the points' SE), >= 2 seeds",
             "compare.commit": commit}
 
 
-def register(dataset: str, rec: dict, new_errors: dict[int, float],
-             test_rows: TestRows, *, experiment: str | None = None) -> dict:
+def register(dataset: str, rec: dict, new_wrong: dict[int, np.ndarray],
+             test_rows: TestRows | None, *, experiment: str | None = None) -> dict:
     """Register ``rec`` (a train record with ``model_file`` and ``pyfunc_uri``)
     as a version of ``weakkernels-<dataset>`` and give it an alias by the
-    rules of the module docstring; ``new_errors`` are its model x size's test
-    errors per seed, ``test_rows(seed)`` that seed's raw test rows and labels.
+    rules of the module docstring; ``new_wrong[seed]`` are its model x size's
+    0/1 test errors on seed ``seed``'s test split, ``test_rows(seed)`` that
+    split's raw test rows and labels.
 
     Returns ``{name, version, alias, moved}``: ``alias`` is ``champion``,
     ``challenger`` or None (the version already is the champion)."""
@@ -185,8 +203,8 @@ def register(dataset: str, rec: dict, new_errors: dict[int, float],
         alias = CHAMPION
     else:
         try:
-            verdict = compare(new_errors, _champion_errors(name, new_errors,
-                                                           test_rows))
+            verdict = compare(new_wrong, _champion_wrong(name, new_wrong,
+                                                         test_rows))
         except (MlflowException, OSError, ValueError) as err:
             # a champion that cannot score these rows (its artifacts gone,
             # another feature count) is not beaten: it stays until promoted
