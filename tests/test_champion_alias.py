@@ -4,13 +4,21 @@ One project copy (``test_pipeline_e2e.build_project``: cod-rna, one model,
 two seeds, its settings pinned through ``tune.space`` so each step's model is
 known), then, in order:
 
-1. ``dvc repro`` -- the first model of the data set becomes ``champion``;
-2. ``dvc exp run --temp -S tune.n_trials=2`` with a better model -- a version
-   tagged with the experiment's name gets ``challenger``; ``champion`` stays;
-3. a main-line ``dvc repro`` of a worse model -- not resolved better: a
-   ``challenger`` with the comparison in its tags; ``champion`` stays;
-4. a main-line ``dvc repro`` of a better one -- resolved better on the same
-   test splits: ``champion`` moves to it, with the evidence.
+1. the stages up to ``evaluate``, then ``dvc commit`` (what ``dvc repro
+   evaluate`` leaves: ``dvc.lock`` and the cache) -- the first model of the
+   data set becomes ``champion``;
+2. ``dvc exp run --temp -S tune.n_trials=2 evaluate`` with a better model -- a
+   version tagged with the experiment's name gets ``challenger``;
+   ``champion`` stays;
+3. a main-line run of a worse model -- not resolved better: a ``challenger``
+   with the comparison in its tags; ``champion`` stays;
+4. a main-line run of a better one -- resolved better on the same test
+   splits: ``champion`` moves to it, with the evidence.
+
+The main-line runs are the stages of ``dvc.yaml``, run in this process with
+their ``dvc.yaml`` arguments, as ``tests/test_mlflow_ui.py`` does (no Python
+start-up per stage; DVC only runs the experiment); the report stage never runs
+(it reads, never registers).
 
 The settings (200 labels, 1 000 test points a seed) are ordered by their test
 errors on these splits, by margins of several pp (``WORSE`` > ``FIRST`` >
@@ -20,6 +28,8 @@ cache would restore that evaluate stage's outputs instead of running it.
 
 from __future__ import annotations
 
+import runpy
+import shlex
 import shutil
 import sys
 
@@ -35,9 +45,9 @@ pytestmark = [
 ]
 
 NAME = "weakkernels-cod-rna"
-FIRST = {"C": 3.0, "c_star_scale": 1.0, "sigma_rel": 1.0}
+FIRST = {"C": 1.0, "c_star_scale": 1.0, "sigma_rel": 0.1}
 EXPERIMENT = {"C": 30.0, "c_star_scale": 1.0, "sigma_rel": 0.5}
-WORSE = {"C": 0.3, "c_star_scale": 1.0, "sigma_rel": 1.0}
+WORSE = {"C": 0.3, "c_star_scale": 1.0, "sigma_rel": 0.3}
 BETTER = {"C": 10.0, "c_star_scale": 1.0, "sigma_rel": 0.3}
 
 
@@ -59,13 +69,22 @@ def _champion(client) -> str:
     return str(client.get_model_version_by_alias(NAME, "champion").version)
 
 
-def _repro_with(project: dict, space: dict) -> None:
-    root = project["root"]
+def _main_line(root, space: dict,
+               names=("tune", "train", "evaluate")) -> None:
+    """The stages ``names`` with ``space`` pinned, in order."""
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["tune"]["space"] = {"tsgs3vm": dict(space)}
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    _run([sys.executable, "-m", "dvc", "repro", "evaluate"], root, project["env"],
-         timeout=900)
+    stages = yaml.safe_load((root / "dvc.yaml").read_text())["stages"]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)
+        for var in ("MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID",
+                    "DVC_EXP_NAME"):
+            mp.delenv(var, raising=False)
+        for name in names:
+            argv = shlex.split(stages[name]["cmd"])  # sh pipelines/python <script>
+            main = runpy.run_path(str(root / argv[2]), run_name=f"stage_{name}")
+            assert main["main"](argv[3:]) == 0, name
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +93,13 @@ def steps(tmp_path_factory):
     import mlflow
 
     proj = build_project(tmp_path_factory.mktemp("wkchamp"), models=["tsgs3vm"],
-                         n_trials=1, su=False, copy_package=False, edit=_small)
+                         n_trials=1, su=False, copy_package=False, edit=_small,
+                         repro=False)
     root, env = proj["root"], proj["env"]
+    _main_line(root, FIRST, ("download", "prepare", "split", "tune", "train",
+                             "evaluate"))
+    _run([sys.executable, "-m", "dvc", "commit", "-f", "-q", "-d", "evaluate"],
+         root, env)
     client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")
     out = {"repro": (_champion(client), _versions(client))}
     # `dvc exp run` runs a commit: the project's files, not its stores
@@ -84,12 +108,13 @@ def steps(tmp_path_factory):
     _run(["git", "commit", "-qm", "project"], root, env)
     sets = [f"tune.space.tsgs3vm.{k}={v}" for k, v in EXPERIMENT.items()]
     _run([sys.executable, "-m", "dvc", "exp", "run", "--temp", "-n", "better",
-          "-S", "tune.n_trials=2", *(a for s in sets for a in ("-S", s))],
+          "-S", "tune.n_trials=2", *(a for s in sets for a in ("-S", s)),
+          "evaluate"],
          root, env, timeout=900)
     out["exp"] = (_champion(client), _versions(client))
-    _repro_with(proj, WORSE)
+    _main_line(root, WORSE)
     out["worse"] = (_champion(client), _versions(client))
-    _repro_with(proj, BETTER)
+    _main_line(root, BETTER)
     out["better"] = (_champion(client), _versions(client))
     return out
 
