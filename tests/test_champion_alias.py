@@ -33,16 +33,15 @@ import shlex
 import shutil
 import sys
 
+import numpy as np
 import pytest
 import yaml
 
 from test_pipeline_e2e import MIRROR, ROOT, _run, build_project
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not MIRROR.exists(), reason="needs ../shared/data/raw"),
-    pytest.mark.filterwarnings("ignore:The ``noload`` loader strategy"),
-]
+pytestmark = pytest.mark.filterwarnings("ignore:The ``noload`` loader strategy")
+needs_mirror = pytest.mark.skipif(not MIRROR.exists(),
+                                  reason="needs ../shared/data/raw")
 
 NAME = "weakkernels-cod-rna"
 FIRST = {"C": 1.0, "c_star_scale": 1.0, "sigma_rel": 0.1}
@@ -87,6 +86,51 @@ def _main_line(root, space: dict,
             assert main["main"](argv[3:]) == 0, name
 
 
+def _wrong(n: int, errors: list[int]) -> np.ndarray:
+    out = np.zeros(n, bool)
+    out[errors] = True
+    return out
+
+
+def test_compare_resolves_a_win_over_seeds_and_points():
+    from weakkernels.pipeline.promotion import RESOLVED_SE, compare
+
+    old = {s: _wrong(1000, list(range(100))) for s in (1, 2)}  # 10 % each
+    # 5 pp better on both seeds: resolved
+    new = {s: _wrong(1000, list(range(50))) for s in (1, 2)}
+    verdict = compare(new, old)
+    assert verdict["wins"] and verdict["seeds"] == [1, 2]
+    assert verdict["paired_diff"] == pytest.approx(-0.05)
+    assert verdict["per_seed_diff"] == pytest.approx([-0.05, -0.05])
+    assert verdict["new_test_error"] == pytest.approx(0.05)
+    # the per-point SE stands in for the seeds' (zero) spread
+    d = np.tile(np.r_[-np.ones(50), np.zeros(950)], 2)
+    assert verdict["paired_se"] == pytest.approx(d.std(ddof=1) / np.sqrt(2000))
+    # one seed resolves nothing, however large the gain
+    assert not compare({1: new[1]}, {1: old[1]})["wins"]
+    # two points in 2 000, the same on both seeds: within 2 SE of the points
+    two = {s: _wrong(1000, list(range(99))) for s in (1, 2)}
+    v = compare(two, old)
+    assert not v["wins"] and -v["paired_diff"] < RESOLVED_SE * v["paired_se"]
+    # a gain on one seed and a loss on the other: the seeds' spread decides
+    mixed = {1: _wrong(1000, list(range(60))), 2: _wrong(1000, list(range(110)))}
+    v = compare(mixed, old)
+    assert not v["wins"] and v["paired_se"] == pytest.approx(0.025)
+    # a worse model never wins
+    assert not compare(old, new)["wins"]
+
+
+def test_experiment_name_from_dvc_or_the_temp_copy(tmp_path):
+    from weakkernels.pipeline.promotion import experiment_name
+
+    assert experiment_name({"DVC_EXP_NAME": "pucka-wyes"}, str(tmp_path)) \
+        == "pucka-wyes"
+    assert experiment_name({}, str(tmp_path)) is None
+    copy = tmp_path / ".dvc" / "tmp" / "exps" / "tmpabc"
+    copy.mkdir(parents=True)
+    assert experiment_name({}, str(copy)) == "unnamed"
+
+
 @pytest.fixture(scope="module")
 def steps(tmp_path_factory):
     """The registry after each step: ``{step: (champion, {version: mv})}``."""
@@ -119,12 +163,16 @@ def steps(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
+@needs_mirror
 def test_first_repro_sets_the_champion(steps):
     champion, versions = steps["repro"]
     assert champion == "1" and list(versions) == ["1"]
     assert versions["1"].tags["compare.decision"] == "first champion"
 
 
+@pytest.mark.slow
+@needs_mirror
 def test_experiment_registers_a_challenger_and_leaves_the_champion(steps):
     champion, versions = steps["exp"]
     assert champion == "1"
@@ -134,6 +182,8 @@ def test_experiment_registers_a_challenger_and_leaves_the_champion(steps):
     assert "compare.decision" not in versions[new].tags  # nothing was compared
 
 
+@pytest.mark.slow
+@needs_mirror
 def test_unresolved_main_line_model_is_a_challenger(steps):
     champion, versions = steps["worse"]
     assert champion == "1"
@@ -146,6 +196,8 @@ def test_unresolved_main_line_model_is_a_challenger(steps):
     assert tags["compare.seeds"] == "1,2"
 
 
+@pytest.mark.slow
+@needs_mirror
 def test_resolved_main_line_win_moves_the_champion_with_its_evidence(steps):
     champion, versions = steps["better"]
     (new,) = set(versions) - set(steps["worse"][1])

@@ -20,10 +20,9 @@ tags):
   the same test rows: for every seed of the new model's runs, both are scored
   on that seed's test split (the champion through its served pyfunc, on the
   raw rows), and ``champion`` moves only when the mean paired difference of
-  their errors is below zero by more than its standard error, the larger of
-  the spread over seeds and over test points (:func:`compare`, the one-SE
-  rule of :func:`weakkernels._dsg.one_se_better`; fewer than two seeds
-  resolve nothing).  Otherwise the version gets ``challenger``.  Either
+  their errors is below zero by more than two standard errors, the larger
+  of the spread over seeds and over test points (:func:`compare`; fewer than
+  two seeds resolve nothing).  Otherwise the version gets ``challenger``.  Either
   way the comparison -- both mean test errors, the paired difference, its SE,
   the per-seed differences, the champion's version and the commit -- goes
   into the version's tags (``compare.*``).
@@ -46,11 +45,11 @@ from pathlib import Path
 
 import numpy as np
 
-from weakkernels._dsg import one_se_better
 from weakkernels.pipeline.storage import repo_root, sha256_file
 from weakkernels.pipeline.tracking import main_repo_root, provenance_tags, tracking_uri
 
 __all__ = ["CHALLENGER", "CHAMPION", "MODEL_SHA_TAG", "REGISTERED_PREFIX",
+           "RESOLVED_SE",
            "compare", "experiment_name", "promote", "register"]
 
 REGISTERED_PREFIX = "weakkernels-"
@@ -60,6 +59,11 @@ CHALLENGER = "challenger"
 # byte-identical for the same code, params and data (README, "Every DVC output
 # is reproducible"), so an unchanged rerun registers nothing new.
 MODEL_SHA_TAG = "model_file.sha256"
+
+# Standard errors of the paired difference a win must clear: the noise rule of
+# BENCHMARKS.md's bar checks ("within noise" = a change of at most 2 SE of the
+# paired per-seed differences).
+RESOLVED_SE = 2.0
 
 # (raw test rows, test labels) of one seed's test split
 TestRows = Callable[[int], tuple[object, np.ndarray]]
@@ -78,15 +82,19 @@ def experiment_name(env: dict | None = None, cwd: str | None = None) -> str | No
     return "unnamed" if main_repo_root(here) != here else None
 
 
+def _se(d: np.ndarray) -> float:
+    return float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else 0.0
+
+
 def compare(new_wrong: dict[int, np.ndarray],
             champion_wrong: dict[int, np.ndarray]) -> dict:
     """The main line's rule on the same seeds' test points: ``*_wrong[seed]``
     are the 0/1 errors of the new model and of the champion on that seed's
     test split.  The new model wins when the mean paired difference of their
-    errors is below zero by more than its standard error, taken as the larger
-    of the spread over seeds (the per-seed differences' SE) and over the test
-    points (:func:`one_se_better`'s per-point SE, which keeps two seeds that
-    differ by the same one point from counting as resolved).  Fewer than two
+    errors is below zero by more than :data:`RESOLVED_SE` standard errors,
+    the larger of the spread over seeds (the per-seed differences' SE) and
+    over the test points (the per-point differences' SE: two seeds that
+    differ by the same few points have no spread over seeds).  Fewer than two
     seeds resolve nothing."""
     seeds = sorted(set(new_wrong) & set(champion_wrong))
     if not seeds:
@@ -95,12 +103,10 @@ def compare(new_wrong: dict[int, np.ndarray],
                 "paired_se": float("nan"), "seeds": [], "per_seed_diff": []}
     new = np.concatenate([np.asarray(new_wrong[s], float) for s in seeds])
     old = np.concatenate([np.asarray(champion_wrong[s], float) for s in seeds])
-    _, diff, se = one_se_better(new, old)
     per_seed = np.array([np.mean(new_wrong[s]) - np.mean(champion_wrong[s])
                          for s in seeds])
-    if len(seeds) > 1:
-        se = max(se, float(per_seed.std(ddof=1) / np.sqrt(len(seeds))))
-    return {"wins": bool(len(seeds) >= 2 and -diff > se * (1 + 1e-9)),
+    diff, se = float(np.mean(new - old)), max(_se(new - old), _se(per_seed))
+    return {"wins": bool(len(seeds) >= 2 and -diff > RESOLVED_SE * se),
             "new_test_error": float(new.mean()),
             "champion_test_error": float(old.mean()),
             "paired_diff": diff, "paired_se": se, "seeds": seeds,
@@ -167,8 +173,9 @@ def _evidence(verdict: dict, against: str, commit: str) -> dict[str, str]:
             "compare.seeds": ",".join(map(str, verdict["seeds"])),
             "compare.per_seed_diff": ",".join(f"{d:.6g}"
                                               for d in verdict["per_seed_diff"]),
-            "compare.rule": "mean paired test error difference < -SE (the larger "
-                            "of the seeds' and the points' SE), >= 2 seeds",
+            "compare.rule": f"mean paired test error difference < -{RESOLVED_SE:g} "
+                            "SE (the larger of the seeds' and the points' SE), "
+                            ">= 2 seeds",
             "compare.commit": commit}
 
 
