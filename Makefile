@@ -18,7 +18,7 @@ export NUMBA_CPU_NAME ?= haswell
 export NUMBA_CPU_FEATURES ?= +avx2,+fma
 endif
 
-.PHONY: venv test repro lint bench clean benchmarks-md
+.PHONY: venv test repro lint bench clean benchmarks-md promote
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -47,6 +47,11 @@ repro: $(STAMP)
 	$(BIN)/dvc config core.analytics false
 	$(BIN)/dvc config core.check_update false
 	$(BIN)/dvc repro
+
+# Serve a registered version by hand (the champion alias; evaluate moves it only
+# on a resolved win): make promote MODEL=weakkernels-cod-rna VERSION=3
+promote: $(STAMP)
+	$(BIN)/python -m weakkernels.pipeline.promotion "$(MODEL)" "$(VERSION)"
 
 # BENCHMARKS.md from benchmarks/pages/*.md and the result files they name
 benchmarks-md: $(STAMP)

@@ -61,9 +61,10 @@ def main(argv: list[str] | None = None) -> int:
         exp_id = setup_mlflow(params["mlflow"]["experiment"],
                               repo_root(Path(args.params).resolve().parent))
         log_to_mlflow(per_seed, summary, side.get("parent_run_id"))
-        for ds, reg in register_champions(champions(runs, per_seed)).items():
-            print(f"champion {ds}: models:/{reg['name']}@champion = version "
-                  f"{reg['version']}" + ("" if reg["moved"] else " (unchanged)"))
+        for ds, reg in register_champions(champions(runs, per_seed), runs,
+                                          args.predictions, args.prepared).items():
+            print(f"{ds}: models:/{reg['name']} version {reg['version']} is "
+                  f"{reg['alias'] or 'the champion (unchanged)'}")
         print(f"compare the runs: mlflow ui, then open {ui_path(exp_id)}")
     print("\n".join(summary_lines(summary)))
     return 0

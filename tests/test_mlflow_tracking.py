@@ -197,16 +197,18 @@ def test_champion_is_chosen_on_validation_loss_never_degenerate():
     assert champions(runs[:2], [])["toy"]["seed"] == 2  # lower validation loss
 
 
-def test_champion_registered_moves_only_when_the_model_changes(store, tmp_path):
+def test_champion_registered_moves_only_on_purpose(store, tmp_path):
     """evaluate registers weakkernels-<dataset>@champion; a rerun with the same
-    model file keeps the version, a changed model moves the alias; the
-    champion serves raw rows (the prepare stage's scaling inside)."""
+    model file keeps the version; a changed model without a resolved win is a
+    challenger (the champion stays) until promoted by hand; the champion serves
+    raw rows (the prepare stage's scaling inside)."""
     import mlflow
     import pandas as pd
 
     from _data import two_gaussians
     from weakkernels import TSGS3VM
     from weakkernels.pipeline.evaluation import champions, register_champions
+    from weakkernels.pipeline.promotion import promote
     from weakkernels.pipeline.tracking import log_pyfunc
 
     X, y, _ = two_gaussians(n=120, d=3, n_labeled=20)
@@ -225,15 +227,20 @@ def test_champion_registered_moves_only_when_the_model_changes(store, tmp_path):
 
     first = register_champions(champions(recs[:1], []))
     assert first == {"toy": {"name": "weakkernels-toy", "version": "1",
-                             "moved": True}}
+                             "alias": "champion", "moved": True}}
     again = register_champions(champions(recs[:1], []))  # an unchanged rerun
     assert again["toy"] == {"name": "weakkernels-toy", "version": "1",
-                            "moved": False}
+                            "alias": None, "moved": False}
     assert len(store.search_model_versions("name='weakkernels-toy'")) == 1
-    moved = register_champions(champions(recs[1:], []))
-    assert moved["toy"]["version"] == "2" and moved["toy"]["moved"]
+    other = register_champions(champions(recs[1:], []))  # no seeds: no evidence
+    assert other["toy"] == {"name": "weakkernels-toy", "version": "2",
+                            "alias": "challenger", "moved": False}
+    assert str(store.get_model_version_by_alias("weakkernels-toy",
+                                                "champion").version) == "1"
+    assert promote("weakkernels-toy", 2) == "1"
     mv = store.get_model_version_by_alias("weakkernels-toy", "champion")
     assert str(mv.version) == "2" and mv.tags["train_run_id"] == recs[1]["run_id"]
+    assert mv.tags["promoted.by"] == "hand" and mv.aliases == ["champion"]
 
     served = mlflow.pyfunc.load_model("models:/weakkernels-toy@champion")
     out = served.predict(pd.DataFrame(X, columns=["x0", "x1", "x2"]))  # raw rows

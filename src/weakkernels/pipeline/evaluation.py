@@ -32,8 +32,9 @@ The same values go to MLflow with the ``test_`` prefix: per seed into the seed
 run, means into the model x dataset x n_unlabeled run, and the comparison (each
 model's mean test error / AUC per dataset, :func:`parent_metrics`) into the
 ``train`` parent run.  Each dataset's best servable classifier is registered
-in MLflow's model registry as ``weakkernels-<dataset>`` with the alias
-``champion`` (:func:`champions`, :func:`register_champions`).
+in MLflow's model registry as a version of ``weakkernels-<dataset>``; its
+alias ``champion`` (what is served) moves only on purpose
+(:func:`champions`, :func:`register_champions`, :mod:`.promotion`).
 """
 
 from __future__ import annotations
@@ -43,14 +44,15 @@ from pathlib import Path
 import numpy as np
 
 from weakkernels.pipeline.common import load_prepared
+from weakkernels.pipeline.promotion import experiment_name, register
 from weakkernels.pipeline.registry import MODELS, load_model, scores
-from weakkernels.pipeline.storage import load_npz, sha256_file
+from weakkernels.pipeline.storage import load_npz
 
-__all__ = ["BEHIND_SUPERVISED", "CHAMPION", "REGISTERED_PREFIX",
+__all__ = ["BEHIND_SUPERVISED",
            "behind_supervised", "champions", "check_reloads",
            "comparison_size", "degenerate_reason", "evaluate",
            "headline", "log_to_mlflow", "parent_metrics", "register_champions",
-           "summary_lines", "test_metrics"]
+           "summary_lines", "served_test_rows", "test_metrics"]
 
 
 def test_metrics(y_true, y_pred, score) -> dict[str, float]:
@@ -267,23 +269,16 @@ def log_to_mlflow(per_seed, summary, parent_run_id=None) -> None:
             Metric(k, float(v), now, 0) for k, v in parent_metrics(summary).items()])
 
 
-REGISTERED_PREFIX = "weakkernels-"
-CHAMPION = "champion"
-# Tag of a registered version: the sha256 of its model file, which is
-# byte-identical for the same code, params and data (README, "Every DVC output
-# is reproducible"), so an unchanged rerun leaves the alias where it is.
-MODEL_SHA_TAG = "model_file.sha256"
-
-
 def champions(runs: list[dict], per_seed: list[dict]) -> dict[str, dict]:
-    """The model to serve per dataset: ``{dataset: train record}``.
+    """The model to offer for serving per dataset: ``{dataset: train record}``.
 
     Candidates are the classifiers logged as MLflow pyfunc models (``task ==
     "ssl"``, a ``pyfunc_uri``) whose model x size is not flagged degenerate on
     any seed.  The model x size with the lowest mean *validation* loss wins
     (the test points stay for reporting), then its seed with the lowest
     validation loss; ties go to the model name, the size and the seed, so the
-    choice is a function of the DVC outputs."""
+    choice is a function of the DVC outputs.  Whether it is served is
+    :func:`register_champions`' decision."""
     flagged = {(r["model"], r["dataset"], r["n_unlabeled"]) for r in per_seed
                if r.get("degenerate_reason")}
     groups: dict[tuple, list[dict]] = {}
@@ -300,43 +295,59 @@ def champions(runs: list[dict], per_seed: list[dict]) -> dict[str, dict]:
     return {ds: rec for ds, (_, rec) in sorted(best.items())}
 
 
-def register_champions(chosen: dict[str, dict]) -> dict[str, dict]:
-    """Register each dataset's champion as ``weakkernels-<dataset>`` with the
-    alias ``champion`` (served as ``models:/weakkernels-<dataset>@champion``).
+def _same_cell(a: dict, b: dict) -> bool:
+    return all(a[k] == b[k] for k in ("model", "dataset", "n_unlabeled"))
 
-    A new version is registered, and the alias moved, only when the chosen
-    model file differs (by sha256) from the one the alias points at: an
-    unchanged ``dvc repro`` keeps the version users serve.  Returns per
-    dataset ``{name, version, moved}``."""
-    import mlflow
-    from mlflow import MlflowClient
-    from mlflow.exceptions import MlflowException
 
-    client = MlflowClient()
+def served_test_rows(runs: list[dict], pred_dir, prepared_dir, rec: dict):
+    """``seed -> (raw test rows, test labels)`` of ``rec``'s model x dataset x
+    size: the rows its seed's test split scored, unscaled to what a served
+    model takes (a DataFrame of ``x0 ..``, or CSR for a sparse set)."""
+    import pandas as pd
+
+    from weakkernels.pipeline.pyfunc_model import unscale_rows
+
+    by_seed = {r["seed"]: r for r in runs if _same_cell(r, rec)}
+    prep = load_prepared(prepared_dir, rec["dataset"])
+
+    def rows(seed: int):
+        p = load_npz(Path(pred_dir) / by_seed[seed]["predictions"])
+        X = prep["X"][p["test_idx"]]
+        if "scale_lo" in prep:
+            X = unscale_rows(X, prep["scale_lo"], prep["scale_span"],
+                             str(prep.get("scale_kind", "minmax")))
+        if not hasattr(X, "toarray"):
+            X = pd.DataFrame(X, columns=[f"x{i}" for i in range(X.shape[1])])
+        return X, p["y_test"]
+
+    return rows
+
+
+def _test_wrong(runs: list[dict], pred_dir, rec: dict) -> dict:
+    """``{seed: 0/1 test errors}`` of ``rec``'s model x dataset x size."""
+    out = {}
+    for r in runs:
+        if _same_cell(r, rec):
+            p = load_npz(Path(pred_dir) / r["predictions"])
+            out[r["seed"]] = np.asarray(p["pred_test"]) != np.asarray(p["y_test"])
+    return out
+
+
+def register_champions(chosen: dict[str, dict], runs: list[dict] = (),
+                       pred_dir=None, prepared_dir=None) -> dict[str, dict]:
+    """Register each dataset's chosen model as a version of
+    ``weakkernels-<dataset>`` and move its ``champion`` alias only on purpose
+    (:func:`weakkernels.pipeline.promotion.register`: never from a DVC
+    experiment; on the main line only on a resolved win over the current
+    champion on the same seeds' test splits).  ``runs`` and the two
+    directories give that comparison its test rows; without them nothing is
+    resolved.  Returns per dataset ``{name, version, alias, moved}``."""
+    exp = experiment_name()
     out = {}
     for dataset, rec in chosen.items():
-        name = f"{REGISTERED_PREFIX}{dataset}"
-        sha = sha256_file(rec["model_file"])
-        try:
-            current = client.get_model_version_by_alias(name, CHAMPION)
-        except MlflowException:  # no such model or alias yet
-            current = None
-        if current is not None and current.tags.get(MODEL_SHA_TAG) == sha:
-            out[dataset] = {"name": name, "version": str(current.version),
-                             "moved": False}
-            continue
-        tags = {MODEL_SHA_TAG: sha, "model": rec["model"], "dataset": dataset,
-                "n_unlabeled": str(rec["n_unlabeled"]), "seed": str(rec["seed"]),
-                "val_loss": repr(float(rec["val_loss"]))}
-        if rec.get("run_id"):
-            tags["train_run_id"] = rec["run_id"]
-        mv = mlflow.register_model(rec["pyfunc_uri"], name, tags=tags)
-        client.set_registered_model_alias(name, CHAMPION, mv.version)
-        client.update_registered_model(
-            name, description=f"The served weakkernels classifier for {dataset}: "
-            f"raw feature rows in, label and score out; the alias '{CHAMPION}' "
-            f"is set by the evaluate stage (lowest validation loss).")
-        out[dataset] = {"name": name, "version": str(mv.version), "moved": True}
+        wrong = _test_wrong(runs, pred_dir, rec) if pred_dir else {}
+        rows = served_test_rows(runs, pred_dir, prepared_dir, rec) if wrong else None
+        out[dataset] = register(dataset, rec, wrong, rows, experiment=exp)
     return out
 
 

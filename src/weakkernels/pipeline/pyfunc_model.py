@@ -51,6 +51,22 @@ def scale_rows(X, lo: np.ndarray, span: np.ndarray, kind: str = "minmax"):
     return np.clip((np.asarray(X, dtype=np.float64) - lo) / span, 0.0, 1.0)
 
 
+def unscale_rows(X, lo: np.ndarray, span: np.ndarray, kind: str = "minmax"):
+    """The raw rows the ``prepare`` stage scaled into ``X``: the inverse of
+    :func:`scale_rows` on rows of the scaled set (``minmax``: ``x span + lo``;
+    ``maxabs``: ``x span``, CSR kept), up to rounding."""
+    if kind == "maxabs":
+        if sp.issparse(X):
+            X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+            X.data = X.data * span[X.indices]
+            return X
+        return np.asarray(X, dtype=np.float64) * span
+    if kind != "minmax":
+        raise ValueError(f"unknown scaler kind {kind!r} (minmax | maxabs)")
+    X = X.toarray() if sp.issparse(X) else X
+    return np.asarray(X, dtype=np.float64) * span + lo
+
+
 # A raw value this many training ranges (``span``) away from the training
 # minimum is a unit or parsing error, not data: min-max clipping would give it
 # the score of the edge of the training range.
