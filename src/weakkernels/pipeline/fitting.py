@@ -48,6 +48,7 @@ from weakkernels.pipeline.tracking import (
     log_dataset_input,
     log_pyfunc,
     log_resolved_params,
+    nested_run,
 )
 
 __all__ = ["FitPool", "train", "train_one", "warmup_rows"]
@@ -287,9 +288,8 @@ def _train(groups, prepared_dir, splits_dir, models_dir, pred_dir, cfg, *,
             logged.add(dataset)
             log_dataset_input(DATASETS.get(dataset), X, context="training",
                               name=dataset)
-        group = mlflow.start_run(run_name=f"{model} / {dataset} / nu={n_u}",
-                                 nested=True) if log_mlflow else None
-        try:
+        with nested_run(f"{model} / {dataset} / nu={n_u}",
+                        enabled=log_mlflow) as group:
             if group is not None:
                 mlflow.set_tags({"model": model, "dataset": dataset,
                                  "n_unlabeled": str(n_u), "level": "group"})
@@ -306,9 +306,6 @@ def _train(groups, prepared_dir, splits_dir, models_dir, pred_dir, cfg, *,
                                   cfg, log_mlflow, scaler, pool)
                 rec["group_run_id"] = group.info.run_id if group else None
                 records.append(rec)
-        finally:
-            if group is not None:
-                mlflow.end_run()
     return records
 
 
@@ -320,9 +317,7 @@ def _train_seed(model, dataset, X, y, kind, splits_dir, models_dir, pred_dir, n_
     split = load_split(splits_dir, dataset, kind, seed)
     tag = f"{model}__{dataset}__nu{n_u}__seed{seed}"
     model_path = Path(models_dir) / model / dataset / f"nu{n_u}_seed{seed}.wkm"
-    run = mlflow.start_run(run_name=f"seed {seed}", nested=True) \
-        if log_mlflow else None
-    try:
+    with nested_run(f"seed {seed}", enabled=log_mlflow) as run:
         def on_curve(step, loss, elapsed):
             if log_mlflow and cfg["log_curves"]:
                 mlflow.log_metrics({"val_error": loss, "train_time_s": elapsed},
@@ -373,6 +368,3 @@ def _train_seed(model, dataset, X, y, kind, splits_dir, models_dir, pred_dir, n_
                                       scale_kind=kind)
                     rec["pyfunc_uri"] = info.model_uri
         return rec
-    finally:
-        if run is not None:
-            mlflow.end_run()

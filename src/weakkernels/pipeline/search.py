@@ -58,7 +58,11 @@ from weakkernels.pipeline.registry import (
 from weakkernels.pipeline.splits import eval_labels, resolve, stratified_folds
 from weakkernels.pipeline.stale_runs import kill_stale_runs, process_tag
 from weakkernels.pipeline.storage import canonical_hash, sha256_file
-from weakkernels.pipeline.tracking import log_dataset_input, log_resolved_params
+from weakkernels.pipeline.tracking import (
+    log_dataset_input,
+    log_resolved_params,
+    nested_run,
+)
 from weakkernels.pipeline.tuning import (
     FailureReport,
     claim_trial,
@@ -402,9 +406,7 @@ def _run_study(name, storage, model, dataset, X, y, split, n_u, fixed, overrides
         enqueue_start(study, start_params(model, overrides))
     if log_mlflow and cfg["fail_stale_running"]:
         kill_stale_runs(name, storage, study)  # runs a killed attempt left
-    run = mlflow.start_run(run_name=f"tune {model} / {dataset}", nested=True) \
-        if log_mlflow else None
-    try:
+    with nested_run(f"tune {model} / {dataset}", enabled=log_mlflow) as run:
         if run is not None:
             mlflow.set_tags({"model": model, "dataset": dataset,
                              "optuna.study": name,
@@ -498,9 +500,6 @@ def _run_study(name, storage, model, dataset, X, y, split, n_u, fixed, overrides
               f"({rec['validation']}; trial {bt.number}; {rec['n_complete']} "
               f"complete, {rec['n_pruned']} pruned, {rec['n_failed']} failed)")
         return rec
-    finally:
-        if run is not None:
-            mlflow.end_run()
 
 
 def val_loss_metrics(best: dict[str, dict]) -> dict[str, dict]:
