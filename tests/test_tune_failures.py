@@ -18,6 +18,7 @@ from weakkernels.pipeline.splits import ssl_split
 from weakkernels.pipeline.storage import save_npz
 from weakkernels.pipeline.tuning import (
     ALL_FAIL_STOP,
+    FailureReport,
     _storage_object,
     resolve_storage,
 )
@@ -115,3 +116,18 @@ def test_study_whose_trials_all_fail_stops_early_with_the_reason(toy, monkeypatc
               f"(C region every) (trials {numbers})")
     with pytest.raises(RuntimeError, match="no trial completed .*" + re.escape(reason)):
         _run(toy)  # N_TRIALS > ALL_FAIL_STOP: it stopped early
+
+
+def test_progress_line_when_the_interval_passed(capsys):
+    study = optuna.create_study()
+    report = FailureReport("tune toy/x", study, 4, progress_s=0.0)
+    study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=4,
+                   callbacks=[report])
+    lines = capsys.readouterr().out.splitlines()
+    first = study.trials[0].value
+    assert lines[0] == f"tune toy/x: 1 of 4 trials done, best {first:.4f}"
+    assert lines[-1] == f"tune toy/x: 4 of 4 trials done, best {study.best_value:.4f}"
+    quiet = FailureReport("tune toy/x", study, 8)  # the default: 30 s
+    study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=4,
+                   callbacks=[quiet])
+    assert capsys.readouterr().out == ""

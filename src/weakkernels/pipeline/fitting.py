@@ -304,6 +304,10 @@ def _train(groups, prepared_dir, splits_dir, models_dir, pred_dir, cfg, *,
                 rec = _train_seed(model, dataset, X, y, kind, splits_dir,
                                   models_dir, pred_dir, n_u, seed, params, fixed,
                                   cfg, log_mlflow, scaler, pool)
+                print(f"train {model}/{dataset} nu={n_u} seed={seed}: fit "
+                      f"{rec['fit_time_s']:.3f}s (warm-up "
+                      f"{rec['compile_time_s']:.2f}s) val loss "
+                      f"{rec['val_loss']:.4f}", flush=True)
                 rec["group_run_id"] = group.info.run_id if group else None
                 records.append(rec)
     return records

@@ -417,7 +417,8 @@ def _run_study(name, storage, model, dataset, X, y, split, n_u, fixed, overrides
                                "resumed_with_finished_trials": n_done})
             _log_input(dataset, X, resolve(split, n_u), split_seed)
         t0 = time.perf_counter()
-        report = FailureReport(f"tune {model}/{dataset}", study)
+        report = FailureReport(f"tune {model}/{dataset}", study,
+                               int(cfg["n_trials"]))
         if remaining:
             study.optimize(
                 lambda t: run_trial(

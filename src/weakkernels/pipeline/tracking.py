@@ -49,6 +49,7 @@ __all__ = [
     "nested_run",
     "process_tag",
     "provenance_tags",
+    "quiet_mlflow",
     "resolved_params",
     "setup_mlflow",
     "split_counts",
@@ -174,6 +175,8 @@ def setup_mlflow(experiment: str, root: str | os.PathLike) -> str:
     warnings.filterwarnings("ignore", message=r"The ``noload`` loader strategy")
     import mlflow
 
+    quiet_mlflow()
+
     uri = tracking_uri(root)
     check_reachable(uri)
     mlflow.set_tracking_uri(uri)
@@ -200,6 +203,18 @@ def setup_mlflow(experiment: str, root: str | os.PathLike) -> str:
     _declare_kind(exp_id)
     mlflow.set_experiment(experiment_id=exp_id)
     return exp_id
+
+
+def quiet_mlflow() -> None:
+    """MLflow's INFO lines (one "Validating input example against model
+    signature" per logged model, the store's table creation) to WARNING: a
+    stage prints its own one line per fit. ``MLFLOW_LOGGING_LEVEL`` set by the
+    user wins."""
+    import logging
+
+    if not os.environ.get("MLFLOW_LOGGING_LEVEL"):
+        for name in ("mlflow", "alembic"):
+            logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def _declare_kind(exp_id: str) -> None:
