@@ -9,7 +9,7 @@ export DO_NOT_TRACK := 1
 export DVC_NO_ANALYTICS := 1
 export NUMBA_CACHE_DIR := $(CURDIR)/.numba_cache
 
-.PHONY: venv test repro lint bench clean benchmarks-md
+.PHONY: venv test repro lint bench clean benchmarks-md ui
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -38,6 +38,10 @@ repro: $(STAMP)
 	$(BIN)/dvc config core.analytics false
 	$(BIN)/dvc config core.check_update false
 	$(BIN)/dvc repro
+
+# The MLflow UI on the project's store, at the experiment's runs table
+ui: $(STAMP)
+	sh pipelines/python pipelines/ui.py
 
 # BENCHMARKS.md from benchmarks/pages/*.md and the result files they name
 benchmarks-md: $(STAMP)

@@ -368,7 +368,10 @@ def _train_seed(model, dataset, X, y, kind, splits_dir, models_dir, pred_dir, n_
                 if cfg["log_pyfunc"]:
                     lo_span, kind = (scaler[:2], scaler[2]) if scaler \
                         else (None, "minmax")
-                    info = log_pyfunc(model_path, out["X_example"], scaler=lo_span,
-                                      scale_kind=kind)
+                    # named by estimator and data set: MLflow's models tab
+                    # lists logged models by name
+                    info = log_pyfunc(model_path, out["X_example"],
+                                      name=f"{model}-{dataset}-nu{n_u}-seed{seed}",
+                                      scaler=lo_span, scale_kind=kind)
                     rec["pyfunc_uri"] = info.model_uri
         return rec
