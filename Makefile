@@ -18,7 +18,7 @@ export NUMBA_CPU_NAME ?= haswell
 export NUMBA_CPU_FEATURES ?= +avx2,+fma
 endif
 
-.PHONY: venv test repro lint bench clean benchmarks-md promote
+.PHONY: venv test repro lint bench clean benchmarks-md promote ui
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -52,6 +52,10 @@ repro: $(STAMP)
 # on a resolved win): make promote MODEL=weakkernels-cod-rna VERSION=3
 promote: $(STAMP)
 	$(BIN)/python -m weakkernels.pipeline.promotion "$(MODEL)" "$(VERSION)"
+
+# The MLflow UI on the project's store, at the experiment's runs table
+ui: $(STAMP)
+	sh pipelines/python pipelines/ui.py
 
 # BENCHMARKS.md from benchmarks/pages/*.md and the result files they name
 benchmarks-md: $(STAMP)

@@ -27,7 +27,12 @@ from weakkernels.pipeline.evaluation import (
 from weakkernels.pipeline.params_schema import load_params
 from weakkernels.pipeline.storage import atomic_write_json, repo_root
 from weakkernels.pipeline.timings import TIMINGS_DIR, merge_runs, strip
-from weakkernels.pipeline.tracking import setup_mlflow, ui_path
+from weakkernels.pipeline.tracking import (
+    kill_dead_runs,
+    setup_mlflow,
+    tracking_uri,
+    ui_path,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,14 +63,20 @@ def main(argv: list[str] | None = None) -> int:
     atomic_write_json(timings / "summary.json", summary)
     atomic_write_json(args.metrics, headline(summary))
     if any(r.get("run_id") for r in per_seed):
-        exp_id = setup_mlflow(params["mlflow"]["experiment"],
-                              repo_root(Path(args.params).resolve().parent))
+        root = repo_root(Path(args.params).resolve().parent)
+        exp_id = setup_mlflow(params["mlflow"]["experiment"], root)
+        kill_dead_runs()  # runs a killed train left RUNNING
         log_to_mlflow(per_seed, summary, side.get("parent_run_id"))
         for ds, reg in register_champions(champions(runs, per_seed), runs,
                                           args.predictions, args.prepared).items():
             print(f"{ds}: models:/{reg['name']} version {reg['version']} is "
                   f"{reg['alias'] or 'the champion (unchanged)'}")
-        print(f"compare the runs: mlflow ui, then open {ui_path(exp_id)}")
+        uri = tracking_uri(root)
+        if uri.startswith(("http://", "https://")):
+            print(f"compare the runs: open {uri.rstrip('/')}{ui_path(exp_id)}")
+        else:
+            print(f"compare the runs: mlflow ui --backend-store-uri {uri} "
+                  f"--port 5000, then open http://127.0.0.1:5000{ui_path(exp_id)}")
     print("\n".join(summary_lines(summary)))
     return 0
 

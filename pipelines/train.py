@@ -52,10 +52,6 @@ def main(argv: list[str] | None = None) -> int:
     atomic_write_json(Path(timings) / "train.json",
                       {"parent_run_id": run.info.run_id,
                        "runs": {r["predictions"]: volatile(r) for r in records}})
-    for r in records:
-        print(f"train {r['model']}/{r['dataset']} nu={r['n_unlabeled']} "
-              f"seed={r['seed']}: fit {r['fit_time_s']:.3f}s "
-              f"(warm-up {r['compile_time_s']:.2f}s) val loss {r['val_loss']:.4f}")
     return 0
 
 

@@ -48,6 +48,7 @@ from weakkernels.pipeline.tracking import (
     log_dataset_input,
     log_pyfunc,
     log_resolved_params,
+    nested_run,
 )
 
 __all__ = ["FitPool", "train", "train_one", "warmup_rows"]
@@ -287,9 +288,8 @@ def _train(groups, prepared_dir, splits_dir, models_dir, pred_dir, cfg, *,
             logged.add(dataset)
             log_dataset_input(DATASETS.get(dataset), X, context="training",
                               name=dataset)
-        group = mlflow.start_run(run_name=f"{model} / {dataset} / nu={n_u}",
-                                 nested=True) if log_mlflow else None
-        try:
+        with nested_run(f"{model} / {dataset} / nu={n_u}",
+                        enabled=log_mlflow) as group:
             if group is not None:
                 mlflow.set_tags({"model": model, "dataset": dataset,
                                  "n_unlabeled": str(n_u), "level": "group"})
@@ -304,11 +304,12 @@ def _train(groups, prepared_dir, splits_dir, models_dir, pred_dir, cfg, *,
                 rec = _train_seed(model, dataset, X, y, kind, splits_dir,
                                   models_dir, pred_dir, n_u, seed, params, fixed,
                                   cfg, log_mlflow, scaler, pool)
+                print(f"train {model}/{dataset} nu={n_u} seed={seed}: fit "
+                      f"{rec['fit_time_s']:.3f}s (warm-up "
+                      f"{rec['compile_time_s']:.2f}s) val loss "
+                      f"{rec['val_loss']:.4f}", flush=True)
                 rec["group_run_id"] = group.info.run_id if group else None
                 records.append(rec)
-        finally:
-            if group is not None:
-                mlflow.end_run()
     return records
 
 
@@ -320,9 +321,7 @@ def _train_seed(model, dataset, X, y, kind, splits_dir, models_dir, pred_dir, n_
     split = load_split(splits_dir, dataset, kind, seed)
     tag = f"{model}__{dataset}__nu{n_u}__seed{seed}"
     model_path = Path(models_dir) / model / dataset / f"nu{n_u}_seed{seed}.wkm"
-    run = mlflow.start_run(run_name=f"seed {seed}", nested=True) \
-        if log_mlflow else None
-    try:
+    with nested_run(f"seed {seed}", enabled=log_mlflow) as run:
         def on_curve(step, loss, elapsed):
             if log_mlflow and cfg["log_curves"]:
                 mlflow.log_metrics({"val_error": loss, "train_time_s": elapsed},
@@ -369,10 +368,10 @@ def _train_seed(model, dataset, X, y, kind, splits_dir, models_dir, pred_dir, n_
                 if cfg["log_pyfunc"]:
                     lo_span, kind = (scaler[:2], scaler[2]) if scaler \
                         else (None, "minmax")
-                    info = log_pyfunc(model_path, out["X_example"], scaler=lo_span,
-                                      scale_kind=kind)
+                    # named by estimator and data set: MLflow's models tab
+                    # lists logged models by name
+                    info = log_pyfunc(model_path, out["X_example"],
+                                      name=f"{model}-{dataset}-nu{n_u}-seed{seed}",
+                                      scaler=lo_span, scale_kind=kind)
                     rec["pyfunc_uri"] = info.model_uri
         return rec
-    finally:
-        if run is not None:
-            mlflow.end_run()

@@ -19,6 +19,19 @@ Rules
   another change does not break the pipeline before this schema learns it;
 * ``data.datasets`` names must be in the dataset manifest and ``models.names``
   in the model registry (the nearest valid name is suggested);
+* numbers are finite (NaN and infinity pass every range comparison);
+* lists of seeds, sizes and names are non-empty and repeat nothing;
+* cross-key rules: ``tune.split_seed`` is one of ``split.seeds``,
+  ``train.seeds`` are among them and never the tuning split, the unlabeled
+  sizes of ``tune`` / ``train`` are sizes of the splits, ``tune.cv_folds`` is
+  0 or at least 2, ``tune.storage`` is a storage URL, ``mlflow.experiment``
+  is not empty; names under ``models.fixed``, ``fixed_by_dataset`` and
+  ``tune.space`` are models of the registry (of ``models.names`` for
+  ``tune.space``) and data sets of ``data.datasets``;
+* every fixed setting and every ``tune.space`` value (each end of a range,
+  each choice) is built into its estimator and checked by the estimator's
+  own parameter constraints: an unknown parameter or a value out of range
+  names its key here instead of failing every trial of ``tune``;
 * no password in a storage URL: credentials come from the environment
   (``$WK_OPTUNA_STORAGE``, ``PGPASSWORD`` or ``~/.pgpass``), never from a file
   that DVC hashes and MLflow logs.
@@ -28,6 +41,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import math
 import os
 import re
 import warnings
@@ -38,7 +52,13 @@ from typing import Any
 import yaml
 
 from weakkernels.pipeline.datasets import DATASETS
-from weakkernels.pipeline.registry import MODELS, check_fixed_vs_searched, is_choices
+from weakkernels.pipeline.registry import (
+    MODELS,
+    FitContext,
+    build,
+    check_fixed_vs_searched,
+    is_choices,
+)
 
 __all__ = ["ParamsError", "SCHEMA", "load_params", "validate_params"]
 
@@ -58,7 +78,7 @@ class T:
     choices: tuple | None = None
 
     def describe(self) -> str:
-        base = {"int": "an integer", "float": "a number", "bool": "true/false",
+        base = {"int": "an integer", "float": "a finite number", "bool": "true/false",
                 "str": "a string", "map": "a mapping", "any": "a value"}[self.kind]
         if self.list_of:
             base = f"a list of {base.split(' ', 1)[1]}s"
@@ -78,8 +98,8 @@ def _ok_scalar(t: T, v: Any) -> bool:
         return False
     if t.kind == "int":
         ok = isinstance(v, int)
-    elif t.kind == "float":
-        ok = isinstance(v, int | float)
+    elif t.kind == "float":  # NaN and infinity pass every comparison: refused
+        ok = isinstance(v, int | float) and math.isfinite(v)
     elif t.kind == "str":
         ok = isinstance(v, str)
     elif t.kind == "map":
@@ -119,7 +139,7 @@ SCHEMA: dict[str, Any] = {
                 "sparse": T("str", choices=("auto", "always", "never")),
                 "sparse_density": T("float", min=0)},
     "split": {
-        "seeds": T("int", list_of=True),
+        "seeds": T("int", list_of=True, min=0),
         "official": T("str", list_of=True),
         "ssl": {"n_labeled": INT1, "n_unlabeled": SIZES,
                 "n_val": INT0, "n_test": INT1, "transductive": T("bool")},
@@ -147,7 +167,7 @@ SCHEMA: dict[str, Any] = {
         "c_star_fallback": T("str", choices=("one_se", "none")),
     },
     "train": {
-        "seeds": T("int", list_of=True),
+        "seeds": T("int", list_of=True, min=0),
         "n_unlabeled": T("int", nullable=True, list_of=True, min=1),
         "callback_every": INT1,
         "log_curves": T("bool"),
@@ -303,6 +323,12 @@ def _space_errors(params: Mapping) -> list[str]:
                       or ov[0] > ov[1]):
                     out.append(f"{where}: expected [low, high] or [low, high, log] "
                                f"with low <= high, got {ov!r}")
+                elif not all(math.isfinite(v) for v in ov[:2]):
+                    out.append(f"{where}: the range's ends must be finite, got "
+                               f"{ov!r}")
+                elif (bool(ov[2]) if len(ov) > 2 else spec.space[key][3]) \
+                        and ov[0] <= 0:
+                    out.append(f"{where}: a log range needs low > 0, got {ov!r}")
     return out
 
 
@@ -320,6 +346,197 @@ def _unknown_names(where: str, names: Any, known: Mapping, what: str) -> list[st
             out.append(f"{where}: {name!r} is not in {what}{hint}; known: "
                        f"{sorted(known)}")
     return out
+
+
+def _section(params: Mapping, *path: str) -> Any:
+    node: Any = params
+    for key in path:
+        node = node.get(key) if isinstance(node, Mapping) else None
+    return node
+
+
+def _list_rules(params: Mapping) -> list[str]:
+    """Lists that must be non-empty and without repeats (a repeated seed is
+    the same split twice; an empty list runs nothing)."""
+    out = []
+    for path in (("split", "seeds"), ("train", "seeds"),
+                 ("split", "ssl", "n_unlabeled"), ("split", "su", "n_unlabeled"),
+                 ("data", "datasets"), ("models", "names"), ("train", "n_unlabeled")):
+        v = _section(params, *path)
+        if not isinstance(v, list):
+            continue
+        where = ".".join(path)
+        if not v and path != ("train", "n_unlabeled"):
+            out.append(f"{where}: empty; list at least one")
+        dup = sorted({repr(x) for x in v if v.count(x) > 1})
+        if dup:
+            out.append(f"{where}: {', '.join(dup)} listed more than once")
+    return out
+
+
+def _cross_rules(params: Mapping) -> list[str]:
+    """Rules between keys: the tuning split is one of the splits, never a
+    reported one; unlabeled sizes are split sizes; names are known."""
+    out = []
+    seeds = _section(params, "split", "seeds")
+    split_seed = _section(params, "tune", "split_seed")
+    train_seeds = _section(params, "train", "seeds")
+    if isinstance(seeds, list) and isinstance(split_seed, int):
+        if split_seed not in seeds:
+            out.append(f"tune.split_seed: {split_seed} is not in split.seeds {seeds}")
+    if isinstance(seeds, list) and isinstance(train_seeds, list):
+        missing = [s for s in train_seeds if s not in seeds]
+        if missing:
+            out.append(f"train.seeds: {missing} not in split.seeds {seeds}")
+        if split_seed in train_seeds:
+            out.append(f"train.seeds: {split_seed} is tune.split_seed, the tuning "
+                       "split; the reported splits must not be the one tuned on")
+    sizes = [n for key in ("ssl", "su")
+             for n in (_section(params, "split", key, "n_unlabeled") or [])]
+    for where, value in (("tune.n_unlabeled", _section(params, "tune", "n_unlabeled")),
+                         ("train.n_unlabeled", _section(params, "train",
+                                                        "n_unlabeled"))):
+        for n in value if isinstance(value, list) else [value]:
+            if isinstance(n, int) and not isinstance(n, bool) and sizes \
+                    and n not in sizes:
+                out.append(f"{where}: {n} is not an unlabeled size of the splits "
+                           f"(split.ssl.n_unlabeled / split.su.n_unlabeled: "
+                           f"{sizes}); null takes the splits' own")
+    folds = _section(params, "tune", "cv_folds")
+    if folds == 1:
+        out.append("tune.cv_folds: 1 is no cross-validation; 0 (the validation "
+                   "split) or at least 2 folds")
+    exp = _section(params, "mlflow", "experiment")
+    if isinstance(exp, str) and not exp.strip():
+        out.append("mlflow.experiment: empty; name the MLflow experiment")
+    storage = _section(params, "tune", "storage")
+    if isinstance(storage, str) and not _STORAGE_URL.match(storage):
+        out.append(f"tune.storage: {storage!r} is not a storage URL: null, "
+                   "sqlite:///<path>, journal:<path>, postgresql[+driver]://... "
+                   "or mysql[+driver]://...")
+    return out
+
+
+_STORAGE_URL = re.compile(r"^(sqlite:///.+|journal:.+|(postgresql|mysql)"
+                          r"(\+\w+)?://.+)$")
+
+
+def _names_rules(params: Mapping) -> list[str]:
+    """Model and data-set names under ``models.fixed``, ``fixed_by_dataset``
+    and ``tune.space``: a typo there used to be silently ignored."""
+    out = []
+    names = _section(params, "models", "names")
+    names = names if isinstance(names, list) else []
+    datasets = _section(params, "data", "datasets")
+    datasets = datasets if isinstance(datasets, list) else []
+    fixed = _section(params, "models", "fixed")
+    per_ds = _section(params, "models", "fixed_by_dataset")
+    space = _section(params, "tune", "space")
+    places = []
+    if isinstance(fixed, Mapping):
+        places += [("models.fixed", m) for m in fixed]
+    if isinstance(space, Mapping):
+        places += [("tune.space", m) for m in space]
+    if isinstance(per_ds, Mapping):
+        for ds, per in per_ds.items():
+            if ds not in datasets:
+                out.append(f"models.fixed_by_dataset.{ds}: {ds!r} is not in "
+                           f"data.datasets {datasets}")
+            if isinstance(per, Mapping):
+                places += [(f"models.fixed_by_dataset.{ds}", m) for m in per]
+            else:
+                out.append(f"models.fixed_by_dataset.{ds}: expected a map of "
+                           "models")
+    for where, model in places:
+        if model not in MODELS:
+            out.extend(_unknown_names(where, [model], MODELS, "the model registry"))
+        elif model not in names and where == "tune.space":
+            out.append(f"tune.space.{model}: {model!r} is not in models.names")
+    return out
+
+
+# Any context: the check builds estimators, it fits none.
+_CHECK_CONTEXT = FitContext(n_labeled=20, n_unlabeled=20, seed=0, prior=0.5)
+
+
+def _points(spec, overrides: Mapping) -> list[tuple[str, dict]]:
+    """Searched values to build the estimator with: each end of every range
+    (``tune.space`` overrides included) and every choice, one at a time, with
+    the other parameters at their ranges' low ends."""
+    base, ends = {}, []
+    for key, (_kind, low, high, _log) in spec.space.items():
+        ov = overrides.get(key)
+        if isinstance(ov, list | tuple) and len(ov) >= 2:
+            low, high = ov[0], ov[1]
+        elif ov is not None and not is_choices(ov) and not isinstance(ov, Mapping):
+            low = high = ov
+        base[key] = low
+        ends.append((key, high))
+    for key, ov in overrides.items():
+        if is_choices(ov) and isinstance(ov["choices"], list) and ov["choices"]:
+            base[key] = ov["choices"][0]
+            ends += [(key, c) for c in ov["choices"][1:]]
+    out = [("", base)]
+    out += [(f".{k}", {**base, k: v}) for k, v in ends if base.get(k) != v]
+    return out
+
+
+def _built_rules(params: Mapping) -> list[str]:
+    """Every ``models.fixed`` / ``fixed_by_dataset`` setting and ``tune.space``
+    value built into its estimator and checked by the estimator's own
+    parameter constraints (scikit-learn's ``_validate_params``): an unknown
+    parameter or a value out of its range is refused here, naming the key,
+    instead of failing every trial (or raising a TypeError) in ``tune``."""
+    names = _section(params, "models", "names")
+    if not isinstance(names, list):
+        return []
+    fixed = _section(params, "models", "fixed") or {}
+    per_ds = _section(params, "models", "fixed_by_dataset") or {}
+    space = _section(params, "tune", "space") or {}
+    if not all(isinstance(x, Mapping) for x in (fixed, per_ds, space)):
+        return []
+    out = []
+    for model in names:
+        if model not in MODELS:
+            continue
+        spec = MODELS[model]
+        ov = space.get(model) or {}
+        places = [(f"models.fixed.{model}", fixed.get(model) or {})]
+        places += [(f"models.fixed_by_dataset.{ds}.{model}",
+                    {**(fixed.get(model) or {}), **(per.get(model) or {})})
+                   for ds, per in per_ds.items()
+                   if isinstance(per, Mapping) and model in per]
+        for where, settings in places:
+            if not isinstance(settings, Mapping) or not isinstance(ov, Mapping):
+                continue
+            # the settings over the model's own search space first, then over
+            # the tune.space overrides: the error names the key that broke it
+            problem = _first_problem(model, _points(spec, {}), settings)
+            if problem:
+                out.append(f"{where}: {problem[1]}")
+            elif ov and (problem := _first_problem(model, _points(spec, ov),
+                                                   settings)):
+                out.append(f"tune.space.{model}{problem[0]}: {problem[1]}")
+    return out
+
+
+def _first_problem(model, points, settings) -> tuple[str, str] | None:
+    for suffix, point in points:
+        problem = _build_problem(model, point, dict(settings))
+        if problem:
+            return suffix, problem
+    return None
+
+
+def _build_problem(model: str, point: dict, settings: dict) -> str | None:
+    try:
+        est = build(model, point, settings, _CHECK_CONTEXT)
+        validate = getattr(est, "_validate_params", None)
+        if validate is not None:
+            validate()
+    except (TypeError, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
 
 
 def validate_params(params: Any, *, source: str = "params.yaml") -> dict:
@@ -342,6 +559,11 @@ def validate_params(params: Any, *, source: str = "params.yaml") -> dict:
                 node.get(key) if isinstance(node, Mapping) else None, known, what))
         errors.extend(_fixed_vs_searched(params))
         errors.extend(_space_errors(params))
+        errors.extend(_list_rules(params))
+        errors.extend(_cross_rules(params))
+        errors.extend(_names_rules(params))
+        if not errors:  # estimators are built from values of the right shapes
+            errors.extend(_built_rules(params))
         storage = (params.get("tune") or {}).get("storage")
         if isinstance(storage, str) and _PASSWORD_IN_URL.search(storage):
             errors.append("tune.storage: the URL holds a password; put the URL in "

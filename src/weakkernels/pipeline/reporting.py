@@ -10,7 +10,10 @@ outputs are reproducible (no timings, no run ids, no PNG software stamp):
   models that report through ``callback`` (first seed);
 * ``reports/summary.md`` -- one table per dataset and unlabeled size; a model
   that predicts one class or is no better than the majority class is marked and
-  explained in a footnote.
+  explained in a footnote; each model's paired difference against ``svc``
+  over the seeds (:func:`paired_differences`), marked only where the seeds
+  resolve it; a model with NaN or infinite test scores shows no AUC and is
+  counted (:func:`non_finite_scores`).
 
 Timings change on every run, so they go to undeclared, gitignored files, from
 ``results/timings/`` (evaluate's records with timings):
@@ -38,7 +41,8 @@ import numpy as np
 from weakkernels.pipeline.storage import atomic_write, atomic_write_text, load_npz
 from weakkernels.pipeline.timings import merge_runs
 
-__all__ = ["flagged_cells", "report", "summary_table", "timings_report",
+__all__ = ["flagged_cells", "non_finite_scores", "paired_differences", "report",
+           "summary_table", "timings_report",
            "timings_report_from", "timings_table"]
 
 FLAG = "⚠"
@@ -261,7 +265,67 @@ def flagged_cells(summary: dict) -> set[tuple[str, str, int]]:
             if e.get("degenerate")}
 
 
-def summary_table(summary: dict) -> str:
+REFERENCE = "svc"  # the paired differences are against this model
+RESOLVED = "✓"  # the paired difference is larger than its seeds resolve
+NONFINITE = "∅"  # some test scores are NaN or infinite
+
+
+def paired_differences(per_seed, reference: str = REFERENCE) -> dict:
+    """``{(model, dataset, n_unlabeled): (mean, sd, n, resolved)}``: the test
+    error of ``model`` minus the reference's on the same split (seed), over
+    the seeds both ran. ``resolved``: at least two seeds and the mean's 95 %
+    t interval excludes 0 (``|mean| > t_{0.975, n-1} sd / sqrt(n)``); with two
+    seeds ``t`` is 12.7, so only a large, consistent difference is marked."""
+    from scipy.stats import t as student_t
+
+    ref = {(r["dataset"], int(r["n_unlabeled"]), r["seed"]): r["test_error"]
+           for r in per_seed if r["model"] == reference}
+    diffs: dict[tuple, list[float]] = defaultdict(list)
+    for r in per_seed:
+        key = (r["dataset"], int(r["n_unlabeled"]), r["seed"])
+        if r["model"] != reference and key in ref:
+            diffs[(r["model"], key[0], key[1])].append(r["test_error"] - ref[key])
+    out = {}
+    for cell, d in diffs.items():
+        d = np.asarray(d)
+        n, mean = d.size, float(d.mean())
+        sd = float(d.std(ddof=1)) if n >= 2 else float("nan")
+        resolved = n >= 2 and abs(mean) > (
+            student_t.ppf(0.975, n - 1) * sd / np.sqrt(n))
+        out[cell] = (mean, sd, n, bool(resolved))
+    return out
+
+
+def non_finite_scores(runs, pred_dir) -> dict:
+    """``{(model, dataset, n_unlabeled): (scores, seeds)}`` of the cells whose
+    saved test scores hold NaN or infinity: how many, in how many seeds."""
+    out: dict[tuple, list[int]] = {}
+    for r in runs:
+        saved = load_npz(Path(pred_dir) / r["predictions"])
+        bad = int(np.sum(~np.isfinite(saved["score_test"]))) \
+            if "score_test" in saved else 0
+        if bad:
+            cell = out.setdefault((r["model"], r["dataset"], int(r["n_unlabeled"])),
+                                  [0, 0])
+            cell[0] += bad
+            cell[1] += 1
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _paired_cell(paired, key) -> str:
+    if key not in paired:
+        return "--"
+    mean, sd, n, resolved = paired[key]
+    spread = f" +- {sd:.4f}" if n >= 2 else ""
+    return f"{mean:+.4f}{spread} ({n}){' ' + RESOLVED if resolved else ''}"
+
+
+def summary_table(summary: dict, paired: dict | None = None,
+                  nonfinite: dict | None = None) -> str:
+    """The markdown report. ``paired``: :func:`paired_differences`;
+    ``nonfinite``: :func:`non_finite_scores` (a row with non-finite scores
+    shows no AUC, and a footnote counts them)."""
+    paired, nonfinite = paired or {}, nonfinite or {}
     lines = ["# Results", "",
              "Mean +- std over seeds. One table per dataset and number of "
              f"unlabeled points, best first. {FLAG} marks a *degenerate* model "
@@ -270,7 +334,14 @@ def summary_table(summary: dict) -> str:
              f"{BEHIND} marks a semi-supervised model more than 1 pp behind `svc` "
              "on the same labels (its unlabeled term costs accuracy). Timings are "
              "not here (this file is a DVC output and must be reproducible): see "
-             "`reports/timings.md`, `plots/timings/` and MLflow.", ""]
+             "`reports/timings.md`, `plots/timings/` and MLflow.", "",
+             f"*vs {REFERENCE}*: the paired difference of test error against "
+             f"`{REFERENCE}` on the same splits, mean +- std over the seeds "
+             f"(their number); {RESOLVED} marks a difference the seeds resolve "
+             "(its 95 % t interval excludes 0). Without the mark, the two "
+             f"models are not told apart by these seeds. {NONFINITE} marks "
+             "a model whose test scores hold NaN or infinite values: its AUC "
+             "is not shown (never averaged over the seeds that remain).", ""]
     rows = []
     for model, by_ds in summary.items():
         for ds, by_nu in by_ds.items():
@@ -281,8 +352,8 @@ def summary_table(summary: dict) -> str:
         lines += [f"## {ds}", ""]
         for nu in sorted({r[1] for r in rows if r[0] == ds}):
             lines += [f"### {ds}, n_unlabeled = {nu}", "",
-                      "| model | test error | test AUC | seeds |",
-                      "|---|---:|---:|---:|"]
+                      f"| model | test error | vs {REFERENCE} | test AUC | seeds |",
+                      "|---|---:|---:|---:|---:|"]
             sel = sorted((r for r in rows if r[0] == ds and r[1] == nu),
                          key=lambda r: (r[3].get("degenerate", False),
                                         r[3]["test_error_mean"]))
@@ -290,6 +361,12 @@ def summary_table(summary: dict) -> str:
                 auc = (f"{e['test_auc_mean']:.4f} +- {e['test_auc_std']:.4f}"
                        if "test_auc_mean" in e else "n/a")
                 name = model
+                if (model, ds, nu) in nonfinite:
+                    bad, seeds = nonfinite[(model, ds, nu)]
+                    notes.append(f"{model} on {ds} (n_unlabeled = {nu}): {bad} "
+                                 f"non-finite test score(s) in {seeds} of "
+                                 f"{e['n_seeds']} seed(s); no AUC")
+                    auc = f"n/a {NONFINITE}[^{len(notes)}]"
                 if e.get("degenerate"):
                     notes.append(f"{model} on {ds} (n_unlabeled = {nu}): "
                                  f"{e['degenerate_reason']}")
@@ -301,8 +378,13 @@ def summary_table(summary: dict) -> str:
                     name = f"{model} {BEHIND}[^{len(notes)}]"
                 lines.append(
                     f"| {name} | {e['test_error_mean']:.4f} +- "
-                    f"{e['test_error_std']:.4f} | {auc} | {e['n_seeds']} |")
+                    f"{e['test_error_std']:.4f} | "
+                    f"{_paired_cell(paired, (model, ds, nu))} | {auc} | "
+                    f"{e['n_seeds']} |")
             lines.append("")
+    if nonfinite:
+        lines += [f"{NONFINITE} {len(nonfinite)} row(s) with non-finite test "
+                  "scores.", ""]
     if notes:
         n_bad = sum(bool(r[3].get("degenerate")) for r in rows)
         if n_bad:
@@ -353,7 +435,8 @@ def report(per_seed, summary, runs, pred_dir, plots_dir, summary_path) -> list[P
         plot_error_boxplot(per_seed, plots_dir / "error_boxplot.png", flagged),
         plot_val_curves(runs, pred_dir, plots_dir / "val_curves.png"),
     ]
-    atomic_write_text(summary_path, summary_table(summary))
+    atomic_write_text(summary_path, summary_table(
+        summary, paired_differences(per_seed), non_finite_scores(runs, pred_dir)))
     return paths
 
 

@@ -58,18 +58,30 @@ from weakkernels.pipeline.registry import (
 from weakkernels.pipeline.splits import eval_labels, resolve, stratified_folds
 from weakkernels.pipeline.stale_runs import kill_stale_runs, process_tag
 from weakkernels.pipeline.storage import canonical_hash, sha256_file
-from weakkernels.pipeline.tracking import log_dataset_input, log_resolved_params
+from weakkernels.pipeline.tracking import (
+    log_dataset_input,
+    log_resolved_params,
+    nested_run,
+)
 from weakkernels.pipeline.tuning import (
+    FailureReport,
     claim_trial,
     enqueue_start,
     mask_url,
     open_study,
+    record_error,
     resolve_storage,
     study_lock,
 )
 
-__all__ = ["cv_fold_count", "estimator_code_hash", "one_se_better", "run_trial",
-           "study_name", "supervised_fallback", "tune", "val_loss_metrics"]
+__all__ = ["TRIAL_ERRORS", "cv_fold_count", "estimator_code_hash", "one_se_better",
+           "run_trial", "study_name", "supervised_fallback", "tune", "val_loss_metrics"]
+
+
+# Errors of a trial's fit that fail the trial, not the stage: a configuration
+# the estimator refuses or a solver that diverged. The study records them
+# (Optuna's ``catch``; the trial's ``error`` attribute) and moves on.
+TRIAL_ERRORS = (ValueError, ArithmeticError, np.linalg.LinAlgError)
 
 
 def cv_fold_count(model: str, y, split, cfg: dict) -> int:
@@ -212,9 +224,13 @@ def _run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
         status = "KILLED"
         raise
     except Exception as exc:
+        # a trial's own failure is stored on it (and counts as done, so the
+        # sampler moves on); any other error stops the stage
+        text = record_error(trial, exc) if isinstance(exc, TRIAL_ERRORS) \
+            else f"{type(exc).__name__}: {exc}"[:500]
         if run is not None:
             mlflow.set_tag("optuna.state", "FAIL")
-            mlflow.set_tag("error", f"{type(exc).__name__}: {exc}"[:500])
+            mlflow.set_tag("error", text)
         raise
     finally:
         if run is not None:
@@ -343,7 +359,9 @@ def tune(
     (``params.yaml`` is the only place defaults live)."""
     import optuna
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    # ERROR: Optuna's warning for a failed trial repeats its traceback on every
+    # trial; FailureReport prints each distinct error once instead.
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
     storage = resolve_storage(cfg["storage"], root)
     split_seed = int(cfg["split_seed"])
     best: dict[str, dict] = {}
@@ -388,9 +406,7 @@ def _run_study(name, storage, model, dataset, X, y, split, n_u, fixed, overrides
         enqueue_start(study, start_params(model, overrides))
     if log_mlflow and cfg["fail_stale_running"]:
         kill_stale_runs(name, storage, study)  # runs a killed attempt left
-    run = mlflow.start_run(run_name=f"tune {model} / {dataset}", nested=True) \
-        if log_mlflow else None
-    try:
+    with nested_run(f"tune {model} / {dataset}", enabled=log_mlflow) as run:
         if run is not None:
             mlflow.set_tags({"model": model, "dataset": dataset,
                              "optuna.study": name,
@@ -401,6 +417,8 @@ def _run_study(name, storage, model, dataset, X, y, split, n_u, fixed, overrides
                                "resumed_with_finished_trials": n_done})
             _log_input(dataset, X, resolve(split, n_u), split_seed)
         t0 = time.perf_counter()
+        report = FailureReport(f"tune {model}/{dataset}", study,
+                               int(cfg["n_trials"]))
         if remaining:
             study.optimize(
                 lambda t: run_trial(
@@ -410,7 +428,8 @@ def _run_study(name, storage, model, dataset, X, y, split, n_u, fixed, overrides
                     cv_folds=folds, dataset=dataset),
                 n_trials=remaining,
                 timeout=cfg["timeout_per_study"],
-                catch=(ValueError, ArithmeticError, np.linalg.LinAlgError),
+                catch=TRIAL_ERRORS,
+                callbacks=[report],
                 gc_after_trial=False,
             )
         trials = study.get_trials(deepcopy=False)
@@ -426,8 +445,9 @@ def _run_study(name, storage, model, dataset, X, y, split, n_u, fixed, overrides
             bt = study.best_trial
         except ValueError as exc:
             raise RuntimeError(
-                f"study {name}: no trial completed ({states.count('PRUNED')} "
-                f"pruned, {states.count('FAIL')} failed)"
+                f"tune {model}/{dataset}: no trial completed "
+                f"({states.count('PRUNED')} pruned, {states.count('FAIL')} "
+                f"failed: {report.summary() or 'killed'}); study {name}"
             ) from exc
         # Values fixed through tune.space (scalars) are not trial parameters, but
         # train needs them too.
@@ -481,9 +501,6 @@ def _run_study(name, storage, model, dataset, X, y, split, n_u, fixed, overrides
               f"({rec['validation']}; trial {bt.number}; {rec['n_complete']} "
               f"complete, {rec['n_pruned']} pruned, {rec['n_failed']} failed)")
         return rec
-    finally:
-        if run is not None:
-            mlflow.end_run()
 
 
 def val_loss_metrics(best: dict[str, dict]) -> dict[str, dict]:

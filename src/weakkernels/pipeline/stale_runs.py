@@ -20,33 +20,14 @@ code (which names a new study) leaves nothing RUNNING either.
 
 from __future__ import annotations
 
-import os
-import socket
+from weakkernels.pipeline.tracking import (
+    PROCESS_TAG,
+    dead_here,
+    mark_killed,
+    process_tag,
+)
 
 __all__ = ["kill_stale_runs", "process_tag"]
-
-PROCESS_TAG = "wk.process"
-
-
-def process_tag() -> str:
-    """``host:pid`` of this process, recorded on every study run."""
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _dead_here(tag: str | None) -> bool:
-    """True if ``tag`` names a process of this host that no longer exists."""
-    if not tag or ":" not in tag:
-        return False
-    host, _, pid = tag.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:  # alive, owned by someone else
-        return False
-    return False
 
 
 def _active_run_ids() -> set[str]:
@@ -64,8 +45,7 @@ def _active_run_ids() -> set[str]:
 
 
 def _mark(client, run_id: str) -> None:
-    client.set_terminated(run_id, status="KILLED")
-    client.set_tag(run_id, "killed_by", "kill_stale_runs (resumed study)")
+    mark_killed(client, run_id, "kill_stale_runs (resumed study)")
 
 
 def kill_stale_runs(study: str, storage: str | None = None,
@@ -107,7 +87,7 @@ def kill_stale_runs(study: str, storage: str | None = None,
     for r in client.search_runs(
         exp_ids, filter_string="attributes.status = 'RUNNING'", max_results=5000,
     ):
-        if r.info.run_id not in active and _dead_here(r.data.tags.get(PROCESS_TAG)):
+        if r.info.run_id not in active and dead_here(r.data.tags.get(PROCESS_TAG)):
             stale.setdefault(r.info.run_id, r)
     stale = list(stale.values())
     marked: list[str] = []

@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import platform
+import socket
 import subprocess
 import warnings
 from importlib import metadata
@@ -43,8 +44,12 @@ __all__ = [
     "log_dataset_input",
     "log_pyfunc",
     "log_resolved_params",
+    "kill_dead_runs",
     "main_repo_root",
+    "nested_run",
+    "process_tag",
     "provenance_tags",
+    "quiet_mlflow",
     "resolved_params",
     "setup_mlflow",
     "split_counts",
@@ -170,6 +175,8 @@ def setup_mlflow(experiment: str, root: str | os.PathLike) -> str:
     warnings.filterwarnings("ignore", message=r"The ``noload`` loader strategy")
     import mlflow
 
+    quiet_mlflow()
+
     uri = tracking_uri(root)
     check_reachable(uri)
     mlflow.set_tracking_uri(uri)
@@ -196,6 +203,18 @@ def setup_mlflow(experiment: str, root: str | os.PathLike) -> str:
     _declare_kind(exp_id)
     mlflow.set_experiment(experiment_id=exp_id)
     return exp_id
+
+
+def quiet_mlflow() -> None:
+    """MLflow's INFO lines (one "Validating input example against model
+    signature" per logged model, the store's table creation) to WARNING: a
+    stage prints its own one line per fit. ``MLFLOW_LOGGING_LEVEL`` set by the
+    user wins."""
+    import logging
+
+    if not os.environ.get("MLFLOW_LOGGING_LEVEL"):
+        for name in ("mlflow", "alembic"):
+            logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def _declare_kind(exp_id: str) -> None:
@@ -275,10 +294,94 @@ def stage_run(params: dict, params_path: str | os.PathLike, stage: str,
 
     root = repo_root(Path(params_path).resolve().parent)
     setup_mlflow(params["mlflow"]["experiment"], root)
-    with mlflow.start_run(run_name=stage) as run:
-        mlflow.set_tags(provenance_tags(root, stage, {k: params[k]
-                                                      for k in sections}))
+    with nested_run(stage, nested=False) as run:
+        mlflow.set_tags({**provenance_tags(root, stage, {k: params[k]
+                                                         for k in sections}),
+                         PROCESS_TAG: process_tag()})
+        kill_dead_runs()  # what a killed stage (any stage) left RUNNING
         yield run
+
+
+PROCESS_TAG = "wk.process"
+
+
+def process_tag() -> str:
+    """``host:pid`` of this process, recorded on every stage and study run."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def dead_here(tag: str | None) -> bool:
+    """True if ``tag`` (:func:`process_tag`) names a process of this host that
+    no longer exists."""
+    if not tag or ":" not in tag:
+        return False
+    host, _, pid = tag.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, owned by someone else
+        return False
+    return False
+
+
+def mark_killed(client, run_id: str, by: str) -> None:
+    client.set_terminated(run_id, status="KILLED")
+    client.set_tag(run_id, "killed_by", by)
+
+
+def kill_dead_runs() -> list[str]:
+    """Mark KILLED every RUNNING run whose ``wk.process`` names a dead process
+    of this host, with its RUNNING descendants (a stage run's model, seed and
+    trial runs): ``kill -9`` ends a process without ``mlflow.end_run``.
+    Returns the ids marked."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient()
+    exp_ids = [e.experiment_id for e in client.search_experiments()]
+    if not exp_ids:
+        return []
+    running = client.search_runs(exp_ids, filter_string="attributes.status = "
+                                 "'RUNNING'", max_results=5000)
+    children: dict[str, list[str]] = {}
+    for r in running:
+        parent = r.data.tags.get("mlflow.parentRunId")
+        if parent:
+            children.setdefault(parent, []).append(r.info.run_id)
+    todo = [r.info.run_id for r in running if dead_here(r.data.tags.get(PROCESS_TAG))]
+    marked: list[str] = []
+    while todo:
+        run_id = todo.pop()
+        if run_id not in marked:
+            mark_killed(client, run_id, "kill_dead_runs (its process is gone)")
+            marked.append(run_id)
+            todo.extend(children.get(run_id, []))
+    return marked
+
+
+@contextlib.contextmanager
+def nested_run(name: str, *, enabled: bool = True, nested: bool = True):
+    """``mlflow.start_run(run_name=name, nested=nested)`` that ends FINISHED
+    only when its block completes: FAILED on an exception, KILLED on an
+    interrupt (Ctrl-C, SystemExit). Yields the run, or None when not
+    ``enabled`` (MLflow off)."""
+    if not enabled:
+        yield None
+        return
+    import mlflow
+
+    run = mlflow.start_run(run_name=name, nested=nested)
+    status = "FAILED"
+    try:
+        yield run
+        status = "FINISHED"
+    except (KeyboardInterrupt, SystemExit):
+        status = "KILLED"
+        raise
+    finally:
+        mlflow.end_run(status=status)
 
 
 def dataset_digest(spec: Any) -> tuple[str, str]:

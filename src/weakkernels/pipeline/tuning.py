@@ -6,14 +6,21 @@ seed, pruner), so an interrupted ``dvc repro`` resumes the same study while a
 changed configuration starts a fresh one.  Resuming never repeats or loses a
 finished trial:
 
-* only ``n_trials`` minus the already COMPLETE/PRUNED trials are run;
-* trials left RUNNING by a killed process are marked FAIL (they never finished);
+* a trial is *done* when it is COMPLETE, PRUNED, or FAIL with the error its
+  fit raised (user attribute ``error``, :func:`record_error`): only
+  ``n_trials`` minus the done trials are run;
+* trials left RUNNING by a killed process are marked FAIL without an error
+  (they never finished) and run again;
 * the sampler's random state is re-derived before every trial from the study
-  seed and the number of trials finished before it
+  seed and the number of trials done before it
   (:class:`DeterministicTPESampler`), so a resumed study proposes exactly what
   the uninterrupted study would have: the same finished trials, the same
   parameters, the same best trial (FAIL trials of the killed process are ignored
-  by TPE and do not shift the seeds);
+  by TPE and do not shift the seeds).  A trial that failed moves the seed on,
+  so the next trial proposes another configuration (TPE ignores failed
+  trials: with the same seed it would propose the same one again);
+* :class:`FailureReport` prints each distinct error once and stops a study
+  whose first :data:`ALL_FAIL_STOP` trials all failed;
 * one process at a time may run a study on a local storage (SQLite file or
   journal file): :func:`study_lock` refuses a second ``tune`` with a message
   instead of letting both write the same trials.
@@ -42,14 +49,18 @@ import optuna
 from weakkernels.pipeline.tracking import main_repo_root
 
 __all__ = [
+    "ALL_FAIL_STOP",
     "BudgetExhausted",
     "DeterministicTPESampler",
+    "FailureReport",
     "StudyLocked",
     "claim_trial",
+    "done_trials",
     "enqueue_start",
     "is_server_storage",
     "mask_url",
     "open_study",
+    "record_error",
     "resolve_storage",
     "study_lock",
 ]
@@ -57,6 +68,36 @@ __all__ = [
 STORAGE_ENV = "WK_OPTUNA_STORAGE"
 HEARTBEAT_S = 10  # a running trial on a server storage refreshes this often
 GRACE_S = 60  # ... and is considered dead (FAIL) this long after its last beat
+# A study whose first this many trials all failed (none complete or pruned)
+# stops: the failure is the configuration's, not the sampled values'.
+ALL_FAIL_STOP = 3
+ERROR_ATTR = "error"  # user attribute of a trial whose fit raised: the error
+# Seconds between two progress lines of a running study (a log that is not a
+# terminal shows no progress bar).
+PROGRESS_S = 30.0
+
+
+def record_error(trial, exc: BaseException) -> str:
+    """Store ``exc`` on ``trial`` (user attribute ``error``); return the text.
+
+    A trial carrying it failed by its own fit and counts as done
+    (:func:`done_trials`); a trial a killed process left has none."""
+    text = f"{type(exc).__name__}: {exc}"[:500]
+    trial.set_user_attr(ERROR_ATTR, text)
+    return text
+
+
+def _is_done(t) -> bool:
+    from optuna.trial import TrialState
+
+    return t.state in (TrialState.COMPLETE, TrialState.PRUNED) or (
+        t.state == TrialState.FAIL and ERROR_ATTR in t.user_attrs)
+
+
+def done_trials(study, before: int | None = None) -> list:
+    """Trials COMPLETE, PRUNED or failed by their fit (numbered below ``before``)."""
+    return [t for t in study.get_trials(deepcopy=False) if _is_done(t)
+            and (before is None or t.number < before)]
 
 
 def is_server_storage(url: str) -> bool:
@@ -126,20 +167,16 @@ def claim_trial(trial, n_trials: int) -> None:
     """Let ``trial`` run only if fewer than ``n_trials`` trials precede it.
 
     Trial numbers are assigned atomically by the storage, so counting the
-    COMPLETE/PRUNED/RUNNING trials with a smaller number gives every worker the
-    same answer: exactly ``n_trials`` trials run in total.  A surplus trial
-    (another worker took the last slot) stops this worker's loop and is recorded
-    as FAIL with ``user_attrs["surplus"]``; it evaluated nothing.
+    done (:func:`done_trials`) and RUNNING trials with a smaller number gives
+    every worker the same answer: exactly ``n_trials`` trials run in total.
+    A surplus trial (another worker took the last slot) stops this worker's
+    loop and is recorded as FAIL with ``user_attrs["surplus"]``; it evaluated nothing.
     """
     from optuna.trial import TrialState
 
-    ahead = [
-        t for t in trial.study.get_trials(
-            deepcopy=False,
-            states=(TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING))
-        if t.number < trial.number
-    ]
-    if len(ahead) >= n_trials:
+    running = [t for t in trial.study.get_trials(
+        deepcopy=False, states=(TrialState.RUNNING,)) if t.number < trial.number]
+    if len(running) + len(done_trials(trial.study, trial.number)) >= n_trials:
         trial.set_user_attr("surplus", True)
         trial.study.stop()
         raise BudgetExhausted(f"study budget of {n_trials} trials is taken")
@@ -152,7 +189,7 @@ def _trial_seed(seed: int, k: int) -> int:
 
 class DeterministicTPESampler(optuna.samplers.TPESampler):
     """TPE whose random state before each trial depends only on the study seed
-    and the number of trials finished (COMPLETE or PRUNED) before that trial.
+    and the number of trials done (:func:`done_trials`) before that trial.
 
     Plain ``TPESampler(seed=s)`` draws from one generator for the whole process,
     so a study resumed in a new process (re-seeded) proposes different
@@ -167,12 +204,7 @@ class DeterministicTPESampler(optuna.samplers.TPESampler):
         self._base_seed = int(seed)
 
     def before_trial(self, study, trial) -> None:
-        from optuna.trial import TrialState
-
-        k = sum(1 for t in study.get_trials(
-            deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
-            if t.number < trial.number)
-        s = _trial_seed(self._base_seed, k)
+        s = _trial_seed(self._base_seed, len(done_trials(study, trial.number)))
         self._rng.rng.seed(s)
         self._random_sampler._rng.rng.seed(s)
         super().before_trial(study, trial)
@@ -264,7 +296,8 @@ def open_study(
     pruner_cfg: dict,
     fail_stale_running: bool,
 ):
-    """Create or load study ``name``; returns ``(study, n_finished)``."""
+    """Create or load study ``name``; returns ``(study, n_done)``
+    (:func:`done_trials`)."""
     from optuna.trial import TrialState
 
     pruner = optuna.pruners.MedianPruner(
@@ -292,7 +325,50 @@ def open_study(
     else:
         study.sampler = DeterministicTPESampler(
             seed=int(sampler_seed), n_startup_trials=int(n_startup_trials))
-    finished = study.get_trials(
-        deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)
-    )
-    return study, len(finished)
+    return study, len(done_trials(study))
+
+
+class FailureReport:
+    """``study.optimize`` callback: print each distinct trial error once (the
+    first trial that raised it and the parameters), a progress line when
+    :data:`PROGRESS_S` passed since the last, and stop the study when its
+    first :data:`ALL_FAIL_STOP` done trials all failed.
+
+    ``prefix`` starts every line (``tune <model>/<dataset>``); :attr:`errors`
+    maps each error text to the numbers of the trials that raised it."""
+
+    def __init__(self, prefix: str, study=None, n_trials: int | None = None, *,
+                 progress_s: float = PROGRESS_S) -> None:
+        import time
+
+        self.prefix, self.n_trials, self.progress_s = prefix, n_trials, progress_s
+        self._clock = time.monotonic
+        self._last = self._clock()
+        self.errors: dict[str, list[int]] = {}
+        for t in done_trials(study) if study is not None else ():
+            if ERROR_ATTR in t.user_attrs:  # a resumed study's: not printed again
+                self.errors.setdefault(t.user_attrs[ERROR_ATTR], []).append(t.number)
+
+    def __call__(self, study, trial) -> None:
+        error = trial.user_attrs.get(ERROR_ATTR)
+        if error is not None:
+            if error not in self.errors:
+                print(f"{self.prefix}: trial {trial.number} failed ({trial.params}): "
+                      f"{error}", flush=True)
+            self.errors.setdefault(error, []).append(trial.number)
+        done = done_trials(study)
+        if self._clock() - self._last >= self.progress_s:
+            self._last = self._clock()
+            values = [t.value for t in done if t.value is not None]
+            best = f", best {min(values):.4f}" if values else ""
+            print(f"{self.prefix}: {len(done)} of {self.n_trials or '?'} trials "
+                  f"done{best}", flush=True)
+        if len(done) >= ALL_FAIL_STOP and all(ERROR_ATTR in t.user_attrs
+                                               for t in done):
+            study.stop()
+
+    def summary(self) -> str:
+        """``k trials failed: <error> (trials i, j)``, one per distinct error."""
+        return "; ".join(f"{len(n)} failed with {e} (trials "
+                         f"{', '.join(map(str, n))})"
+                         for e, n in self.errors.items())
