@@ -497,7 +497,7 @@ class ArtifactMixin:
             _check_params(meta["params"])
         except Exception as exc:
             raise _corrupt("meta.json", f"params: {exc}") from exc
-        _check_spec(meta["state"])
+        _check_spec(meta["state"], arrays)
         try:
             est._set_artifact_state(meta["state"], arrays)
         except ModelFormatError:
@@ -541,8 +541,16 @@ def _check_params(params: dict) -> None:
         raise ValueError(f"degree={degree!r} (at most {MAX_DEGREE})")
 
 
-def _check_spec(state: dict) -> None:
-    """The random-feature spec in ``meta.json``, before FeatureSpec sees it."""
+# The bases a feature spec may name: Fourier / Maclaurin specs store no
+# "kind" (their seeds regenerate them), a Nystroem spec stores "nystroem" and
+# its landmarks array. Anything else was not written by this library.
+SPEC_KINDS = (None, "nystroem")
+
+
+def _check_spec(state: dict, arrays: dict) -> None:
+    """The random-feature spec in ``meta.json``, before FeatureSpec sees it,
+    and the members it describes (a Nystroem spec's landmarks; the spec's
+    seed is the model's)."""
     if "spec" not in state:
         return
     spec = state["spec"]
@@ -552,6 +560,16 @@ def _check_spec(state: dict) -> None:
 
     if not isinstance(spec, dict):
         raise bad("not a JSON object")
+    kind = spec.get("kind")
+    if kind not in SPEC_KINDS:
+        raise bad(f"kind={kind!r} is not a feature basis of this library "
+                  "(none for Fourier features, 'nystroem')")
+    if (kind == "nystroem") != ("landmarks" in arrays):
+        raise bad(f"kind={kind!r} but the file {'lacks' if kind else 'holds'} "
+                  "a landmarks.npy member")
+    if "seed" in state and state["seed"] != spec.get("seed"):
+        raise bad(f"seed={spec.get('seed')!r} but state.seed={state['seed']!r} "
+                  "(the features are drawn from the model's seed)")
     types = {"kernel": str, "dtype": str}
     for key in ("degree", "n_features_in", "block_size", "seed"):
         types[key] = "int"

@@ -58,6 +58,7 @@ from weakkernels._validation import (
     _SPARSE_FORMATS,
     LabeledScoreMixin,
     _canonical_csr,
+    check_degenerate_input,
     check_divergence,
     check_fitted_model,
     check_magnitude,
@@ -666,6 +667,7 @@ class RampSVM(_CCCPBase):
                              accept_sparse=_SPARSE_FORMATS)
         X = _canonical_csr(X)  # CSR/CSC/COO -> canonical CSR; dense stays dense
         check_magnitude(self, X)  # squared distances must not overflow
+        check_degenerate_input(self, X)
         self.sigma_ = resolve_sigma(self.sigma, X)
         self._check_numerics(X, self.C, "C")
         check_classification_targets(y)

@@ -338,6 +338,20 @@ def resolve_validation_fraction(value, y_labeled: np.ndarray, solver: str,
                     f"validation_fraction={value} folds need at least {value} "
                     f"labels of every class; the fewest are {counts.min()}.")
             return int(value)
+        held = math.ceil(float(value) * y_labeled.size)  # train_test_split's
+        if counts.min() < 2:
+            raise ValueError(
+                f"validation_fraction={value} needs at least 2 labels of every "
+                f"class (one on each side); the fewest are {counts.min()}: "
+                "pass validation_fraction=None.")
+        if held < counts.size or y_labeled.size - held < counts.size:
+            raise ValueError(
+                f"validation_fraction={value} holds out {held} of the "
+                f"{y_labeled.size} labels; both parts need at least one label "
+                f"of each of the {counts.size} classes: pass a fraction in "
+                f"[{counts.size / y_labeled.size:.3g}, "
+                f"{1 - counts.size / y_labeled.size:.3g}], a number of folds "
+                "(an int) or None.")
         return float(value)
     if solver != "lbfgs":
         return None

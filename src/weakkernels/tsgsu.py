@@ -90,6 +90,7 @@ from weakkernels._validation import (
     _SPARSE_FORMATS,
     _canonical_csr,
     _precheck_sparse,
+    check_degenerate_input,
     check_divergence,
     check_fitted_model,
     check_magnitude,
@@ -374,6 +375,7 @@ class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
             )
             X = _canonical_csr(X)  # CSR with sorted, duplicate-free indices
             check_magnitude(self, X)  # squared distances must not overflow
+            check_degenerate_input(self, X)
         sim, unl = split_su(y)
         self.classes_ = np.array([0, 1])
         seed = seed_from_random_state(self.random_state)
