@@ -486,9 +486,12 @@ def available_memory() -> int:
     return int(room)
 
 
-def gib(n_bytes: float) -> str:
-    """``n_bytes`` as the GiB a message names (three significant digits)."""
-    return f"{n_bytes / 2**30:.3g} GiB"
+def size_text(n_bytes: float) -> str:
+    """``n_bytes`` as a message names it: ``"2.5 GiB"``, ``"48 KiB"``."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n_bytes >= scale:
+            return f"{n_bytes / scale:.3g} {unit}"
+    return f"{int(n_bytes)} bytes"
 
 
 class PlanWarning(UserWarning):

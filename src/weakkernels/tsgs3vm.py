@@ -59,6 +59,7 @@ from weakkernels._dsg import (
     set_expansion_state,
     step_size,
 )
+from weakkernels._plan import check_plan, plan_fit
 from weakkernels._threads import one_blas_thread
 from weakkernels._validation import (
     LabeledScoreMixin,
@@ -388,6 +389,8 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
     """Shared fit/predict of TSGS3VM and FRS3VM (they differ in the feature layout)."""
 
     _parameter_constraints = dict(_COMMON_CONSTRAINTS)
+    # the parameter of the feature budget, named by the pre-fit plan's refusal
+    _size_param = "max_features"
 
     # -- subclass hooks --------------------------------------------------------
     def _layout(self, n_rows: int, set_sizes, d: int) -> tuple[int, int]:
@@ -429,6 +432,14 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
         yl = y[labeled]
         n_l, n_u = XL.shape[0], idx_u.size
         K = 1 if classes.size == 2 else classes.size
+        B, max_blocks = self._layout(X.shape[0], (n_l, n_u), X.shape[1])
+        # bytes and steps from the shapes, refused before anything is allocated
+        self.fit_plan_ = check_plan(self, plan_fit(
+            self, n_rows=X.shape[0], n_features_in=X.shape[1], n_outputs=K,
+            block_size=B, max_blocks=max_blocks, n_iter=iteration_budget(
+                self.solver, self.max_iter, self.n_passes, n_u, self.batch_size),
+            features_given=self._features_given(), batch_rows=2 * self.batch_size,
+            n_labeled=n_l), self._size_param, np.unique(yl, return_counts=True)[1])
         # +1/-1 targets per output: binary uses classes_[1] as the positive class,
         # multiclass is one-vs-rest over shared features and shared unlabeled data.
         if K == 1:
@@ -453,7 +464,6 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
         self.validation_fraction_ = resolve_validation_fraction(
             self.validation_fraction, yl, self.solver, X.shape[0],
             hasattr(X, "primal_set")) if C_star > 0 else None
-        B, max_blocks = self._layout(X.shape[0], (n_l, n_u), X.shape[1])
         spec, B, max_blocks, self.features_ = expansion_basis(
             self.features, solver=self.solver, kernel=self.kernel,
             sigma=self.sigma_, degree=self.degree, coef0=self.coef0,
@@ -1140,6 +1150,8 @@ class FRS3VM(_S3VMBase):
         self.random_state = random_state
         self.callback = callback
         self.callback_every = callback_every
+
+    _size_param = "n_components"
 
     def _features_given(self):
         return self.n_components is not None
