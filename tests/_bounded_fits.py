@@ -26,7 +26,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from weakkernels import FRS3VM, QSGS2AUC, TSGS3VM, TSGSU
+from weakkernels import CCCPTSVM, FRS3VM, QSGS2AUC, TSGS3VM, TSGSU
 from weakkernels._validation import DegenerateModelWarning, PlanWarning
 
 SLACK = 48 * 2**20  # interpreter-side temporaries that no size parameter sets
@@ -150,6 +150,7 @@ CASES = {
         *_semi()),
     "TSGS3VM 5000 classes": lambda: TSGS3VM().fit(*_classes(5000)),
     "TSGS3VM 2000 classes": lambda: TSGS3VM().fit(*_classes(2000)),
+    "CCCPTSVM 200 classes": lambda: CCCPTSVM().fit(*_classes(200)),
 }
 
 

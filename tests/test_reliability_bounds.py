@@ -56,6 +56,9 @@ def issue_cases():
     ("TSGS3VM 2000 classes", "PlanWarning",
      r"one-vs-rest over 2000 classes .* holds 2000 x 2500 = 5e\+06 "
      r"coefficients.*Lower max_features"),
+    ("CCCPTSVM 200 classes", "PlanWarning",
+     r"one-vs-rest over 200 classes .* holds 200 x 1201 = 2.4e\+05 "
+     r"coefficients.*up to 50 CCCP steps a problem"),
 ])
 def test_issue_cases_are_refused_or_warned_within_two_seconds(issue_cases, case,
                                                               outcome, match):
@@ -104,7 +107,7 @@ def _su(X):
 def test_every_estimator_warns_on_a_constant_input(make):
     """One helper (_validation.check_degenerate_input) for every estimator:
     an all-zero X is named as the cause, before the fit (raised here, so
-    the 40 s CCCP-TSVM fit of a constant X is not run)."""
+    the fit does not run)."""
     X, y = _semi()
     X[:] = 0.0
     est = make()

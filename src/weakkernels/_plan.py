@@ -1,6 +1,8 @@
-"""Pre-fit plans of the random-feature estimators (TSGS3VM, FRS3VM, TSGSU,
-QSGS2AUC): from the shapes and the parameters alone, before anything is
-allocated, the bytes a fit will hold and the steps it will take.
+"""Pre-fit plans of every estimator: from the shapes and the parameters
+alone, before anything is allocated, the bytes a fit will hold and the steps
+it will take (:func:`plan_fit` for the random-feature estimators TSGS3VM,
+FRS3VM, TSGSU and QSGS2AUC, :func:`plan_kernel_fit` for the exact-kernel
+CCCP-TSVM and RampSVM).
 
 A plan that does not fit in the memory this process may use
 (:func:`weakkernels._validation.available_memory`: the memory the OS reports
@@ -32,6 +34,12 @@ numba and the input itself are not):
 feature budget, so an unbounded budget is as large as the planned steps
 (``n_passes`` / ``max_iter`` / ``min_iter``, capped at
 :data:`weakkernels._dsg.SGD_MAX_STEPS` with a ``ConvergenceWarning``).
+
+The exact-kernel machines hold their kernel cache (``cache_size``, by default
+a fraction of the available memory, at most the full matrix), the rows twice
+(the input and the solver's ordered copy), :data:`SMO_VECTORS` float64
+vectors per dual variable for each problem solved at once (``n_jobs``) and
+the solutions of the one-vs-rest problems.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
+from joblib import effective_n_jobs
 
 from weakkernels._dsg import (
     PRIMAL_CHUNK_ROWS,
@@ -49,6 +58,7 @@ from weakkernels._dsg import (
     primal_cache_bytes,
     resolve_basis,
 )
+from weakkernels._smo import cache_rows, default_cache_mb
 from weakkernels._validation import PlanWarning, available_memory, size_text
 
 # float64 values L-BFGS holds per coefficient: scipy's L-BFGS-B keeps
@@ -63,15 +73,20 @@ OUTPUT_COPIES = 4
 # the objective (300 classes x 800 landmarks, 2.4e5 coefficients: ~2 minutes,
 # most of it in L-BFGS-B itself); MNIST's default is 10 x 5 920 = 5.9e4
 ONE_VS_REST_WARN_COEFFICIENTS = 1 << 17
+# float64 vectors the SMO solver and the CCCP loop hold per dual variable of
+# a problem (alpha, gradient, G_bar, targets, caps, beta, the active set, ...)
+SMO_VECTORS = 12
 
 
 @dataclass(frozen=True)
 class FitPlan:
     """What one fit will hold and do, from shapes and parameters.
 
-    ``parts`` are ``(what, bytes)``; ``steps`` SGD steps, or L-BFGS
-    iterations per annealing stage (an upper bound: the stages usually stop
-    on their tolerance long before)."""
+    ``parts`` are ``(what, bytes)``; ``steps`` SGD steps, L-BFGS iterations
+    per annealing stage or CCCP steps per problem (an upper bound: they
+    usually stop on their tolerance long before). ``size``: which parameters
+    set ``n_features`` (the expansion's features, or a kernel problem's dual
+    variables), ``advice``: what to change, both for the messages."""
 
     estimator: str
     solver: str
@@ -83,6 +98,9 @@ class FitPlan:
     block_size: int
     steps: int
     parts: tuple[tuple[str, int], ...]
+    size: str = ""
+    advice: str = ""
+    lever: str = ""
 
     @property
     def n_bytes(self) -> int:
@@ -120,15 +138,42 @@ def _solver_parts(solver: str, n_rows: int, K: int, D: int, itemsize: int,
             ("held features", min(n_rows * D * itemsize, primal_cache_bytes()))]
 
 
+def _has_blocks(est) -> bool:
+    """Whether ``block_size`` is a parameter (FRS3VM's one block is D)."""
+    return "block_size" in est.get_params(deep=False)
+
+
+def _feature_source(est, size_param: str, solver: str, basis: str, n: int, D: int,
+                    B: int, steps: int) -> tuple[str, str]:
+    """Which parameters set the planned feature count, and what to change."""
+    given = getattr(est, size_param, None)
+    if solver == "sgd" and given is None:
+        named = ", ".join(f"{p}={getattr(est, p)!r}" for p in
+                          ("n_passes", "max_iter", "min_iter") if hasattr(est, p))
+        return (f"solver='sgd' plans {steps} steps ({named}; at most "
+                f"SGD_MAX_STEPS = {SGD_MAX_STEPS} run), each adding a block of "
+                f"block_size={B} features: {min(steps, SGD_MAX_STEPS)} blocks, "
+                f"{D} features ({size_param}=None sets no bound)",
+                f"bound {size_param} or lower n_passes / max_iter")
+    advice = f"lower {size_param}" + (
+        " (or block_size)" if basis == "fourier" and _has_blocks(est) else "")
+    if given is not None:
+        blocks = f" (block_size={B})" if _has_blocks(est) else ""
+        return f"{size_param}={given!r}{blocks} gives {D} {basis} features", advice
+    return (f"the default feature count ({size_param}=None) is {D} {basis} "
+            f"features for {n} rows", advice)
+
+
 def plan_fit(est, *, n_rows: int, n_features_in: int, n_outputs: int,
              block_size: int, max_blocks: int, n_iter: int,
-             features_given: bool, batch_rows: int = 0,
-             n_labeled: int = 0) -> FitPlan:
+             features_given: bool, batch_rows: int = 0, n_labeled: int = 0,
+             size_param: str = "max_features") -> FitPlan:
     """The plan of a random-feature fit with the layout ``fit`` chose
     (``block_size`` x ``max_blocks`` of :func:`weakkernels._dsg.
     default_blocks`, ``n_iter`` of :func:`weakkernels._dsg.iteration_budget`),
     resolving the basis as :func:`weakkernels._dsg.expansion_basis` will;
-    ``n_labeled`` rows get one-vs-rest targets (TSGS3VM's ``Y``)."""
+    ``n_labeled`` rows get one-vs-rest targets (TSGS3VM's ``Y``);
+    ``size_param``: the estimator's feature budget, named in the messages."""
     solver, kernel = est.solver, est.kernel
     B, n, d, K = int(block_size), int(n_rows), int(n_features_in), int(n_outputs)
     basis = "fourier"
@@ -147,39 +192,41 @@ def plan_fit(est, *, n_rows: int, n_features_in: int, n_outputs: int,
              + _solver_parts(solver, n, K, D, itemsize, int(batch_rows), B)
              # the +-1 targets of the labeled rows per output, and their mask
              + [("targets", int(n_labeled) * K * 9)])
+    size, advice = _feature_source(est, size_param, solver, basis, n, D, B,
+                                   int(n_iter))
     return FitPlan(type(est).__name__, solver, basis, n, d, K, D, B, int(n_iter),
-                   tuple(parts))
+                   tuple(parts), f"{size} of {d} inputs", advice, size_param)
 
 
-def _has_blocks(est) -> bool:
-    """Whether ``block_size`` is a parameter (FRS3VM's one block is D)."""
-    return "block_size" in est.get_params(deep=False)
+def plan_kernel_fit(est, *, n_rows: int, n_features_in: int, n_outputs: int,
+                    n_variables: int, n_base: int, n_steps: int) -> FitPlan:
+    """The plan of an exact-kernel fit (CCCP-TSVM, RampSVM): ``n_outputs``
+    problems of ``n_variables`` dual variables each (CCCP-TSVM: the labeled
+    rows, every unlabeled row twice and the balancing variable), over a
+    cache of kernel rows of ``n_base`` base points (``cache_size`` or
+    :func:`weakkernels._smo.default_cache_mb`), at most ``n_steps`` CCCP
+    steps each."""
+    n, d, K, m = int(n_rows), int(n_features_in), int(n_outputs), int(n_variables)
+    dtype, base = np.dtype(est.cache_dtype), int(n_base)
+    mb = (default_cache_mb(base, dtype.itemsize) if est.cache_size is None
+          else float(est.cache_size))
+    at_once = min(K, max(1, int(effective_n_jobs(est.n_jobs))))
+    cached = cache_rows(mb, base, dtype.itemsize) * base * dtype.itemsize
+    parts = (("kernel cache", cached),
+             ("rows (the input and the solver's ordered copy)", 2 * n * d * 8),
+             ("dual variables", at_once * SMO_VECTORS * m * 8),
+             ("solutions", K * (n + m) * 8))
+    return FitPlan(type(est).__name__, "smo", "kernel", n, d, K, m, 1,
+                   int(n_steps), parts,
+                   f"{n} rows of {d} inputs give {m} dual variables a problem",
+                   "pass cache_size (MB) or fewer rows",
+                   "the number of unlabeled rows")
 
 
-def _size_source(est, plan: FitPlan, size_param: str) -> str:
-    """Which parameters set the planned feature count, for the messages."""
-    given = getattr(est, size_param, None)
-    if plan.solver == "sgd" and given is None:
-        steps = ", ".join(f"{p}={getattr(est, p)!r}" for p in
-                          ("n_passes", "max_iter", "min_iter") if hasattr(est, p))
-        taken = min(plan.steps, SGD_MAX_STEPS)
-        return (f"solver='sgd' plans {plan.steps} steps ({steps}; at most "
-                f"SGD_MAX_STEPS = {SGD_MAX_STEPS} run), each adding a block of "
-                f"block_size={plan.block_size} features: {taken} blocks, "
-                f"{plan.n_features} features ({size_param}=None sets no bound)")
-    if given is not None:
-        blocks = (f" (block_size={plan.block_size})" if _has_blocks(est) else "")
-        return (f"{size_param}={given!r}{blocks} gives {plan.n_features} "
-                f"{plan.basis} features")
-    return (f"the default feature count ({size_param}=None) is "
-            f"{plan.n_features} {plan.basis} features for {plan.n_rows} rows")
-
-
-def check_plan(est, plan: FitPlan, size_param: str = "max_features",
-               classes=None) -> FitPlan:
+def check_plan(est, plan: FitPlan, classes=None) -> FitPlan:
     """Refuse ``plan`` when it does not fit in :func:`available_memory`
-    (``ValueError`` naming ``size_param``, the one-vs-rest classes and the
-    numbers); warn when a one-vs-rest L-BFGS plan holds more than
+    (``ValueError`` naming what set its size, the one-vs-rest classes and
+    the numbers); warn when a one-vs-rest plan holds more than
     :data:`ONE_VS_REST_WARN_COEFFICIENTS` coefficients. ``classes``: the
     labels per class of a multiclass fit (None otherwise). Returns
     ``plan``."""
@@ -195,25 +242,19 @@ def check_plan(est, plan: FitPlan, size_param: str = "max_features",
                f"{K * D:.3g} coefficients")
     limit = available_memory()
     if plan.n_bytes > limit:
-        advice = f"lower {size_param}" + (
-            " (or block_size)" if plan.basis == "fourier" and _has_blocks(est)
-            else "")
-        if plan.solver == "sgd" and getattr(est, size_param, None) is None:
-            advice = f"bound {size_param} or lower n_passes / max_iter"
-        if K > 1:
-            advice += ", or fit fewer classes"
-        ovr = "; " + ovr if ovr else ""
+        advice = plan.advice + (", or fit fewer classes" if K > 1 else "")
         raise ValueError(
-            f"{name}: {_size_source(est, plan, size_param)} of "
-            f"{plan.n_features_in} inputs{ovr}: the fit needs "
+            f"{name}: {plan.size}{'; ' + ovr if ovr else ''}: the fit needs "
             f"{size_text(plan.n_bytes)} ({plan.describe()}); at most "
             f"{size_text(limit)} fit in the memory this process may use "
             "(available memory, lowered by ulimit -v / -d and the cgroup's "
             f"memory.max): {advice}.")
     if K > 1 and plan.solver != "sgd" and K * D > ONE_VS_REST_WARN_COEFFICIENTS:
+        steps = ("L-BFGS iterations a stage" if plan.solver != "smo"
+                 else "CCCP steps a problem")
         warnings.warn(
             f"{name}: {ovr} ({size_text(plan.n_bytes)} planned), each of up to "
-            f"{plan.steps} L-BFGS iterations a stage updating all of them: "
-            f"expect minutes to hours. Lower {size_param}, or merge classes.",
+            f"{plan.steps} {steps} updating all of them: expect minutes to "
+            f"hours. Lower {plan.lever}, or merge classes.",
             PlanWarning, stacklevel=3)
     return plan

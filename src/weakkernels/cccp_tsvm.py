@@ -44,6 +44,7 @@ from weakkernels._artifact import (
 from weakkernels._calibration import fit_platt, platt_proba
 from weakkernels._constraints import KERNEL_CONSTRAINTS, N_JOBS, SIGMA_OR_SCALE
 from weakkernels._dsg import resolve_sigma
+from weakkernels._plan import check_plan, plan_kernel_fit
 from weakkernels._smo import (
     STATUS_MAX_ITER,
     KernelProblem,
@@ -677,6 +678,12 @@ class RampSVM(_CCCPBase):
                 f"Only one class ({self.classes_[0]!r}) in y; need at least two."
             )
         rng = check_random_state(self.random_state)
+        n_classes = self.classes_.size
+        self.fit_plan_ = check_plan(self, plan_kernel_fit(
+            self, n_rows=X.shape[0], n_features_in=X.shape[1],
+            n_outputs=1 if n_classes == 2 else n_classes, n_variables=X.shape[0],
+            n_base=X.shape[0], n_steps=self.max_cccp_iter),
+            np.bincount(y_enc))
         kp = self._kernel_problem(X)
         n = X.shape[0]
         C = float(self.C)
@@ -903,6 +910,13 @@ class CCCPTSVM(_CCCPBase):
         lab = np.flatnonzero(labeled)
         unl = np.flatnonzero(~labeled)
         L, U = lab.size, unl.size
+        # bytes and steps from the shapes, refused before anything is allocated
+        self.fit_plan_ = check_plan(self, plan_kernel_fit(
+            self, n_rows=X.shape[0], n_features_in=X.shape[1],
+            n_outputs=1 if classes.size == 2 else classes.size,
+            n_variables=L + 2 * U + int(bool(self.balance)),
+            n_base=L + U + int(bool(self.balance)), n_steps=self.max_cccp_iter),
+            np.unique(y[lab], return_counts=True)[1])
         # Base points: labeled first, then unlabeled, then (virtually) x_0.
         order = np.concatenate([lab, unl])
         y_enc = np.searchsorted(classes, y[lab])

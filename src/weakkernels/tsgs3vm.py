@@ -439,7 +439,8 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
             block_size=B, max_blocks=max_blocks, n_iter=iteration_budget(
                 self.solver, self.max_iter, self.n_passes, n_u, self.batch_size),
             features_given=self._features_given(), batch_rows=2 * self.batch_size,
-            n_labeled=n_l), self._size_param, np.unique(yl, return_counts=True)[1])
+            n_labeled=n_l, size_param=self._size_param),
+            np.unique(yl, return_counts=True)[1])
         # +1/-1 targets per output: binary uses classes_[1] as the positive class,
         # multiclass is one-vs-rest over shared features and shared unlabeled data.
         if K == 1:
