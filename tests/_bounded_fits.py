@@ -151,6 +151,8 @@ CASES = {
     "TSGS3VM 5000 classes": lambda: TSGS3VM().fit(*_classes(5000)),
     "TSGS3VM 2000 classes": lambda: TSGS3VM().fit(*_classes(2000)),
     "CCCPTSVM 200 classes": lambda: CCCPTSVM().fit(*_classes(200)),
+    "TSGS3VM sgd n_passes=1e9 max_features=1024": lambda: TSGS3VM(
+        solver="sgd", n_passes=1e9, max_features=1024).fit(*_semi()),
 }
 
 

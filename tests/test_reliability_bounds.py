@@ -59,6 +59,10 @@ def issue_cases():
     ("CCCPTSVM 200 classes", "PlanWarning",
      r"one-vs-rest over 200 classes .* holds 200 x 1201 = 2.4e\+05 "
      r"coefficients.*up to 50 CCCP steps a problem"),
+    ("TSGS3VM sgd n_passes=1e9 max_features=1024", "PlanWarning",
+     r"solver='sgd' plans 585937500 steps \(n_passes=1000000000.0, max_iter="
+     r"None; at most SGD_MAX_STEPS = 4194304 run\) over 200 rows and up to "
+     r"1024 features: expect hours. Lower n_passes"),
 ])
 def test_issue_cases_are_refused_or_warned_within_two_seconds(issue_cases, case,
                                                               outcome, match):

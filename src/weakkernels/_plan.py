@@ -51,9 +51,9 @@ import numba
 import numpy as np
 from joblib import effective_n_jobs
 
+from weakkernels import _dsg
 from weakkernels._dsg import (
     PRIMAL_CHUNK_ROWS,
-    SGD_MAX_STEPS,
     nystroem_size,
     primal_cache_bytes,
     resolve_basis,
@@ -73,6 +73,10 @@ OUTPUT_COPIES = 4
 # the objective (300 classes x 800 landmarks, 2.4e5 coefficients: ~2 minutes,
 # most of it in L-BFGS-B itself); MNIST's default is 10 x 5 920 = 5.9e4
 ONE_VS_REST_WARN_COEFFICIENTS = 1 << 17
+# solver="sgd": a plan of more steps than this warns, naming them (each step
+# is a Python-level iteration; see RELIABILITY.md, "Bounds checked before the
+# fit", for what a step cost there); the hard cap is _dsg.SGD_MAX_STEPS
+SGD_WARN_STEPS = 1 << 20
 # float64 vectors the SMO solver and the CCCP loop hold per dual variable of
 # a problem (alpha, gradient, G_bar, targets, caps, beta, the active set, ...)
 SMO_VECTORS = 12
@@ -101,6 +105,7 @@ class FitPlan:
     size: str = ""
     advice: str = ""
     lever: str = ""
+    steps_from: str = ""
 
     @property
     def n_bytes(self) -> int:
@@ -151,8 +156,8 @@ def _feature_source(est, size_param: str, solver: str, basis: str, n: int, D: in
         named = ", ".join(f"{p}={getattr(est, p)!r}" for p in
                           ("n_passes", "max_iter", "min_iter") if hasattr(est, p))
         return (f"solver='sgd' plans {steps} steps ({named}; at most "
-                f"SGD_MAX_STEPS = {SGD_MAX_STEPS} run), each adding a block of "
-                f"block_size={B} features: {min(steps, SGD_MAX_STEPS)} blocks, "
+                f"SGD_MAX_STEPS = {_dsg.SGD_MAX_STEPS} run), each adding a block of "
+                f"block_size={B} features: {min(steps, _dsg.SGD_MAX_STEPS)} blocks, "
                 f"{D} features ({size_param}=None sets no bound)",
                 f"bound {size_param} or lower n_passes / max_iter")
     advice = f"lower {size_param}" + (
@@ -179,7 +184,7 @@ def plan_fit(est, *, n_rows: int, n_features_in: int, n_outputs: int,
     basis = "fourier"
     if solver == "sgd":
         # one new block per step until the budget is in
-        D = B * min(int(max_blocks), max(1, min(int(n_iter), SGD_MAX_STEPS)))
+        D = B * min(int(max_blocks), max(1, min(int(n_iter), _dsg.SGD_MAX_STEPS)))
     else:
         D = B * int(max_blocks)
         m = D if features_given else nystroem_size(n, d)
@@ -194,8 +199,11 @@ def plan_fit(est, *, n_rows: int, n_features_in: int, n_outputs: int,
              + [("targets", int(n_labeled) * K * 9)])
     size, advice = _feature_source(est, size_param, solver, basis, n, D, B,
                                    int(n_iter))
+    steps_from = ", ".join(f"{p}={getattr(est, p)!r}" for p in
+                           ("n_passes", "max_iter", "min_iter") if hasattr(est, p))
     return FitPlan(type(est).__name__, solver, basis, n, d, K, D, B, int(n_iter),
-                   tuple(parts), f"{size} of {d} inputs", advice, size_param)
+                   tuple(parts), f"{size} of {d} inputs", advice, size_param,
+                   steps_from)
 
 
 def plan_kernel_fit(est, *, n_rows: int, n_features_in: int, n_outputs: int,
@@ -227,7 +235,8 @@ def check_plan(est, plan: FitPlan, classes=None) -> FitPlan:
     """Refuse ``plan`` when it does not fit in :func:`available_memory`
     (``ValueError`` naming what set its size, the one-vs-rest classes and
     the numbers); warn when a one-vs-rest plan holds more than
-    :data:`ONE_VS_REST_WARN_COEFFICIENTS` coefficients. ``classes``: the
+    :data:`ONE_VS_REST_WARN_COEFFICIENTS` coefficients, or an SGD plan takes
+    more than :data:`SGD_WARN_STEPS` steps. ``classes``: the
     labels per class of a multiclass fit (None otherwise). Returns
     ``plan``."""
     name, K, D = plan.estimator, plan.n_outputs, plan.n_features
@@ -249,6 +258,12 @@ def check_plan(est, plan: FitPlan, classes=None) -> FitPlan:
             f"{size_text(limit)} fit in the memory this process may use "
             "(available memory, lowered by ulimit -v / -d and the cgroup's "
             f"memory.max): {advice}.")
+    if plan.solver == "sgd" and plan.steps > SGD_WARN_STEPS:
+        warnings.warn(
+            f"{name}: solver='sgd' plans {plan.steps} steps ({plan.steps_from}; "
+            f"at most SGD_MAX_STEPS = {_dsg.SGD_MAX_STEPS} run) over {plan.n_rows} "
+            f"rows and up to {D} features: expect hours. Lower n_passes or "
+            "max_iter.", PlanWarning, stacklevel=3)
     if K > 1 and plan.solver != "sgd" and K * D > ONE_VS_REST_WARN_COEFFICIENTS:
         steps = ("L-BFGS iterations a stage" if plan.solver != "smo"
                  else "CCCP steps a problem")
