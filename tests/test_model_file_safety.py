@@ -249,6 +249,40 @@ def test_model_seed_and_spec_seed_must_agree():
         load_bytes(_edit_meta(payload, _set(["state", "spec", "seed"], seed + 1)))
 
 
+def _edit_both(*edits):
+    def edit(meta):
+        for path, fn in edits:
+            node = meta
+            for key in path[:-1]:
+                node = node[key]
+            node[path[-1]] = fn(node[path[-1]])
+        return meta
+    return edit
+
+
+@pytest.mark.parametrize("edits", [
+    [(["state", "n_features_in"], lambda v: v + 1),
+     (["state", "spec", "n_features_in"], lambda v: v + 1)],
+    [(["state", "seed"], lambda v: v + 1), (["state", "spec", "seed"],
+                                            lambda v: v + 1)],
+    [(["state", "spec", "sigma"], lambda v: v * 2)],
+    [(["state", "spec", "kernel"], lambda v: "laplacian")],
+], ids=["n_features_in", "seeds", "sigma", "kernel"])
+@pytest.mark.parametrize("kernel", ["rbf", "poly"])
+def test_consistent_spec_edits_are_refused_by_the_spec_digest(edits, kernel):
+    """A seed-only model file stores no frequencies: meta.json's spec is
+    checked against a digest of what it draws (_artifact.spec_digest). Before,
+    n_features_in edited in both places (or both seeds) loaded as another
+    model."""
+    X, _, y_semi = _tiny()
+    est = wk.TSGS3VM(kernel=kernel, features="fourier", max_iter=5,
+                     validation_fraction=None, random_state=0).fit(X, y_semi)
+    payload = est.to_bytes()
+    assert type(est).from_bytes(payload).to_bytes() == payload
+    with pytest.raises(ModelFormatError, match="spec_digest differs"):
+        load_bytes(_edit_meta(payload, _edit_both(*edits)))
+
+
 def _int_fields(node, path=()):
     if isinstance(node, dict):
         for k, v in node.items():
