@@ -499,31 +499,41 @@ class PlanWarning(UserWarning):
     the warning names the parameter and the planned size."""
 
 
+# rows per block of check_degenerate_input's comparison with the first row
+_CONSTANT_CHECK_ROWS = 4096
+
+
 def check_degenerate_input(estimator, X) -> None:
     """Warn (:class:`DegenerateModelWarning`) when every training row is the
     same point: every column of ``X`` is constant, so every kernel value is
     equal and no model can tell the rows apart. One helper for every
     estimator, called where its ``fit`` validates ``X`` (dense or CSR; a
-    Dask input is not read for it). Two reductions per column, no copy."""
+    Dask input is not read for it). Dense rows are compared with the first
+    row block by block, stopping at the first block that differs (usually
+    the first: a memory-mapped X is not read through); CSR by its column
+    ranges."""
     if X.shape[0] < 2 or X.shape[1] == 0:
         return
     if sp.issparse(X):
         X = sp.csr_matrix(X)
-        lo = X.min(axis=0).toarray().ravel()
-        hi = X.max(axis=0).toarray().ravel()
+        if not np.array_equal(X.min(axis=0).toarray(), X.max(axis=0).toarray()):
+            return
+        first = X[0].toarray().ravel()
     else:
-        lo, hi = np.min(X, axis=0), np.max(X, axis=0)
-    if np.array_equal(lo, hi):
-        where = "zero" if not np.any(hi) else "constant"
-        warnings.warn(
-            f"{type(estimator).__name__}: X is {where} -- all {X.shape[0]} "
-            f"training rows are the same point (every one of the "
-            f"{X.shape[1]} columns is constant), so every kernel value is "
-            "equal and the model cannot depend on its input. Check the "
-            "features (a column selection or a scaling that erased them).",
-            DegenerateModelWarning,
-            stacklevel=3,
-        )
+        first = np.asarray(X[0])
+        for r0 in range(0, X.shape[0], _CONSTANT_CHECK_ROWS):
+            if np.any(X[r0 : r0 + _CONSTANT_CHECK_ROWS] != first):
+                return
+    where = "zero" if not np.any(first) else "constant"
+    warnings.warn(
+        f"{type(estimator).__name__}: X is {where} -- all {X.shape[0]} "
+        f"training rows are the same point (every one of the "
+        f"{X.shape[1]} columns is constant), so every kernel value is "
+        "equal and the model cannot depend on its input. Check the "
+        "features (a column selection or a scaling that erased them).",
+        DegenerateModelWarning,
+        stacklevel=3,
+    )
 
 
 class LabeledScoreMixin:
