@@ -216,6 +216,118 @@ def test_tampered_random_feature_spec_is_refused(path, value, match):
         load_bytes(_edit_meta(payload, _set(path, value)))
 
 
+def _nystroem_tsgs3vm_bytes():
+    X, _, y_semi = _tiny()
+    est = wk.TSGS3VM(features="nystroem", max_iter=5, validation_fraction=None,
+                     random_state=0)
+    return X, est.fit(X, y_semi).to_bytes()
+
+
+@pytest.mark.parametrize("kind", ["weird", "fourier", 3, None])
+def test_unknown_spec_kind_is_refused(kind):
+    """Before: a Nystroem file whose spec kind was edited loaded silently as
+    a Fourier model (scores changed by up to 2.54). Only the kinds this
+    library writes load; a Nystroem kind without its landmarks (or landmarks
+    under a Fourier spec) is a mismatch."""
+    _, payload = _nystroem_tsgs3vm_bytes()
+    bad = _edit_meta(payload, _set(["state", "spec", "kind"], kind))
+    match = "landmarks.npy" if kind is None else f"kind={kind!r} is not a feature"
+    with pytest.raises(ModelFormatError, match=match):
+        load_bytes(bad)
+    _, fourier = _poly_tsgs3vm_bytes()
+    with pytest.raises(ModelFormatError, match="lacks a landmarks.npy"):
+        load_bytes(_edit_meta(fourier, _set(["state", "spec", "kind"],
+                                            "nystroem")))
+
+
+def test_model_seed_and_spec_seed_must_agree():
+    """The features are drawn from the model's seed: a file whose
+    state.seed and state.spec.seed differ was edited."""
+    _, payload = _poly_tsgs3vm_bytes()
+    seed = json.loads(_members(payload)["meta.json"])["state"]["seed"]
+    with pytest.raises(ModelFormatError, match="but state.seed"):
+        load_bytes(_edit_meta(payload, _set(["state", "spec", "seed"], seed + 1)))
+
+
+def _edit_both(*edits):
+    def edit(meta):
+        for path, fn in edits:
+            node = meta
+            for key in path[:-1]:
+                node = node[key]
+            node[path[-1]] = fn(node[path[-1]])
+        return meta
+    return edit
+
+
+@pytest.mark.parametrize("edits", [
+    [(["state", "n_features_in"], lambda v: v + 1),
+     (["state", "spec", "n_features_in"], lambda v: v + 1)],
+    [(["state", "seed"], lambda v: v + 1), (["state", "spec", "seed"],
+                                            lambda v: v + 1)],
+    [(["state", "spec", "sigma"], lambda v: v * 2)],
+    [(["state", "spec", "kernel"], lambda v: "laplacian")],
+], ids=["n_features_in", "seeds", "sigma", "kernel"])
+@pytest.mark.parametrize("kernel", ["rbf", "poly"])
+def test_consistent_spec_edits_are_refused_by_the_spec_digest(edits, kernel):
+    """A seed-only model file stores no frequencies: meta.json's spec is
+    checked against a digest of what it draws (_artifact.spec_digest). Before,
+    n_features_in edited in both places (or both seeds) loaded as another
+    model."""
+    X, _, y_semi = _tiny()
+    est = wk.TSGS3VM(kernel=kernel, features="fourier", max_iter=5,
+                     validation_fraction=None, random_state=0).fit(X, y_semi)
+    payload = est.to_bytes()
+    assert type(est).from_bytes(payload).to_bytes() == payload
+    with pytest.raises(ModelFormatError, match="spec_digest differs"):
+        load_bytes(_edit_meta(payload, _edit_both(*edits)))
+
+
+def _int_fields(node, path=()):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _int_fields(v, (*path, k))
+    elif isinstance(node, int) and not isinstance(node, bool):
+        yield path, node
+
+
+# integer fields of meta.json that describe no array: the fit's iteration
+# count, and the polynomial degree of an RBF spec (unused by its features).
+# A consistent edit of both seeds is a different, valid model.
+_NOT_ARRAY_FIELDS = {("state", "n_iter"), ("state", "spec", "degree")}
+
+
+@pytest.mark.parametrize("make", [
+    lambda: wk.TSGS3VM(max_iter=5, validation_fraction=None, random_state=0),
+    lambda: wk.TSGS3VM(features="fourier", max_iter=5, validation_fraction=None,
+                       random_state=0),
+    lambda: wk.FRS3VM(max_iter=5, random_state=0),
+    lambda: wk.QSGS2AUC(prior=0.5, max_iter=5, random_state=0),
+    lambda: wk.TSGSU(prior=0.7, max_iter=5, random_state=0),
+    lambda: wk.CCCPTSVM(max_cccp_iter=3),
+], ids=["TSGS3VM-nystroem", "TSGS3VM-fourier", "FRS3VM", "QSGS2AUC", "TSGSU",
+        "CCCPTSVM"])
+def test_every_meta_field_describing_an_array_is_cross_checked(make):
+    """Each integer of meta.json's state (n_features_in, block and layer
+    sizes, counts, seeds) moved by one: ModelFormatError, unless the field
+    describes no array (_NOT_ARRAY_FIELDS)."""
+    X, y, y_semi = _tiny()
+    est = make()
+    if isinstance(est, wk.TSGSU):
+        y_semi = np.r_[np.ones(8, int), -np.ones(8, int)]
+    payload = est.fit(X, y_semi).to_bytes()
+    meta = json.loads(_members(payload)["meta.json"])
+    fields = list(_int_fields({"state": meta["state"]}))
+    assert any(p[-1] == "n_features_in" for p, _ in fields)
+    for path, value in fields:
+        bad = _edit_meta(payload, _set(list(path), value + 1))
+        if path in _NOT_ARRAY_FIELDS:
+            type(est).from_bytes(bad)  # loads: nothing to check it against
+            continue
+        with pytest.raises(ModelFormatError):
+            type(est).from_bytes(bad)
+
+
 def test_swapped_arrays_are_refused_naming_the_member():
     # Before: classes.npy replaced by a 1-element array loaded, then predict
     # failed with IndexError.

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import hashlib
 import io
 import json
 import math
@@ -464,6 +465,9 @@ class ArtifactMixin:
         names = getattr(self, "feature_names_in_", None)
         if names is not None:  # fitted on a DataFrame with string column names
             meta["feature_names_in"] = [str(n) for n in names]
+        digest = spec_digest(getattr(self, "spec_", None))
+        if digest is not None:
+            meta["spec_digest"] = digest
         return dumps(meta, arrays)
 
     def save(self, path: str | os.PathLike) -> None:
@@ -504,7 +508,7 @@ class ArtifactMixin:
             _check_params(meta["params"])
         except Exception as exc:
             raise _corrupt("meta.json", f"params: {exc}") from exc
-        _check_spec(meta["state"])
+        _check_spec(meta["state"], arrays)
         try:
             est._set_artifact_state(meta["state"], arrays)
         except ModelFormatError:
@@ -517,6 +521,7 @@ class ArtifactMixin:
                 f"state rejected by {cls.__name__}: {type(exc).__name__}: {exc}",
             ) from exc
         check_loaded_state(est)
+        _check_spec_digest(est, meta)
         names = meta.get("feature_names_in")
         if names is not None:
             if len(names) != est.n_features_in_:
@@ -533,6 +538,51 @@ class ArtifactMixin:
 # checks of a loaded model, generic over the estimators
 # ----------------------------------------------------------------------------
 
+# A seeded spec is digested only where its first block's rows are cheap to
+# draw: Fourier rows are drawn singly (``cols``); a Maclaurin block whole,
+# up to this many weights.
+_DIGEST_MAX_ELEMS = 1 << 22
+
+
+def spec_digest(spec) -> str | None:
+    """sha256 of what a seed-only random-feature spec draws: the first and
+    last input rows (and up to 8 more) of its first frequency block and the
+    block's phases (Fourier), or its first block (polynomial). A model file
+    stores no frequencies, so this is what ``meta.json``'s spec (seed,
+    ``n_features_in``, sigma, kernel, degree, dtype) is checked against when
+    the file is loaded -- a consistent edit of ``n_features_in`` in both
+    places used to load as another model. None for no spec, a Nystroem spec
+    (its landmarks are a member of the file) or a block too large to draw
+    at load."""
+    if spec is None or hasattr(spec, "landmarks"):
+        return None
+    d = int(spec.d)
+    if spec.is_fourier:
+        cols = np.unique(np.r_[np.arange(min(d, 8)), d - 1]).astype(np.int64)
+        W, second = spec.block(0, cols)
+    elif spec.degree * d * spec.block_size <= _DIGEST_MAX_ELEMS:
+        W, second = spec.block(0)
+    else:
+        return None
+    h = hashlib.sha256()
+    for a in (W, second):
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
+def _check_spec_digest(est, meta: dict) -> None:
+    """``meta["spec_digest"]`` (files written since it exists) against the
+    loaded spec's own :func:`spec_digest`."""
+    stored = meta.get("spec_digest")
+    if stored is None:
+        return
+    if not isinstance(stored, str) or spec_digest(getattr(est, "spec_", None)) != (
+            stored):
+        raise _corrupt(
+            "meta.json", "state.spec does not draw the features this model was "
+            "fitted with (spec_digest differs): its seed, n_features_in, sigma, "
+            "kernel, degree or dtype was edited")
+
 
 def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
@@ -548,8 +598,16 @@ def _check_params(params: dict) -> None:
         raise ValueError(f"degree={degree!r} (at most {MAX_DEGREE})")
 
 
-def _check_spec(state: dict) -> None:
-    """The random-feature spec in ``meta.json``, before FeatureSpec sees it."""
+# The bases a feature spec may name: Fourier / Maclaurin specs store no
+# "kind" (their seeds regenerate them), a Nystroem spec stores "nystroem" and
+# its landmarks array. Anything else was not written by this library.
+SPEC_KINDS = (None, "nystroem")
+
+
+def _check_spec(state: dict, arrays: dict) -> None:
+    """The random-feature spec in ``meta.json``, before FeatureSpec sees it,
+    and the members it describes (a Nystroem spec's landmarks; the spec's
+    seed is the model's)."""
     if "spec" not in state:
         return
     spec = state["spec"]
@@ -559,6 +617,16 @@ def _check_spec(state: dict) -> None:
 
     if not isinstance(spec, dict):
         raise bad("not a JSON object")
+    kind = spec.get("kind")
+    if kind not in SPEC_KINDS:
+        raise bad(f"kind={kind!r} is not a feature basis of this library "
+                  "(none for Fourier features, 'nystroem')")
+    if (kind == "nystroem") != ("landmarks" in arrays):
+        raise bad(f"kind={kind!r} but the file {'lacks' if kind else 'holds'} "
+                  "a landmarks.npy member")
+    if "seed" in state and state["seed"] != spec.get("seed"):
+        raise bad(f"seed={spec.get('seed')!r} but state.seed={state['seed']!r} "
+                  "(the features are drawn from the model's seed)")
     types = {"kernel": str, "dtype": str}
     for key in ("degree", "n_features_in", "block_size", "seed"):
         types[key] = "int"

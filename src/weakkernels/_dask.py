@@ -89,6 +89,20 @@ def _client():
         ) from exc
 
 
+def as_dask_array(X):
+    """A dask collection as the dask array the solvers read: an array as it
+    is; a dask DataFrame's values, its partitions' row counts computed once
+    (``to_dask_array(lengths=True)``: the chunks must have known sizes);
+    anything else is refused, saying what to pass."""
+    if hasattr(X, "chunks") and hasattr(X, "numblocks"):
+        return X
+    if hasattr(X, "to_dask_array"):
+        return X.to_dask_array(lengths=True)
+    raise TypeError(
+        f"X is a dask {type(X).__name__}; pass a dask array (for a dask "
+        "DataFrame df: df.to_dask_array(lengths=True)) or a NumPy array.")
+
+
 def dask_inputs(X, y):
     """``fit``'s hook: a dask ``X`` becomes :class:`DaskRows` (its chunks
     persisted on the workers) and a dask ``y`` a NumPy array (n values: the
@@ -96,7 +110,7 @@ def dask_inputs(X, y):
     if not is_dask_collection(X):
         return X, y
     client = _client()
-    rows = DaskRows.persist(X, client)
+    rows = DaskRows.persist(as_dask_array(X), client)
     if is_dask_collection(y):
         y = client.compute(y).result()
     return rows, np.asarray(y)
@@ -106,6 +120,7 @@ def map_rows(method, X, width: int | None):
     """``method`` (decision_function, predict, predict_proba) on a dask
     ``X``, lazily, chunk by chunk (``map_blocks``): ``width`` None for one
     value per row, else the number of columns."""
+    X = as_dask_array(X)
     X = X.rechunk({1: -1}) if X.numblocks[1] != 1 else X
     meta_dtype = method(_first_row(X)).dtype
     if width is None:

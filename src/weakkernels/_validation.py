@@ -189,6 +189,7 @@ def validate_semi_supervised(
         )
         X = _canonical_csr(X)
         check_magnitude(estimator, X)
+        check_degenerate_input(estimator, X)
     y = check_numeric_target(y, "y must be numeric with -1 marking unlabeled samples")
     labeled = y != UNLABELED
     if not labeled.any():
@@ -407,11 +408,9 @@ def check_unlabeled_predictions(estimator, f_unlabeled, Y) -> None:
         )
 
 
-def available_memory() -> int:
-    """Bytes of memory the OS reports available now: ``MemAvailable`` of
-    /proc/meminfo (Linux), else the free physical pages, else 1 GiB. The
-    kernel cache of the exact solvers and the feature cache of the random-
-    feature solvers are sized from it; no model depends on it."""
+def _meminfo_available() -> int:
+    """``MemAvailable`` of /proc/meminfo (Linux), else the free physical
+    pages, else 1 GiB."""
     try:
         with open("/proc/meminfo", encoding="ascii") as fh:
             for line in fh:
@@ -423,6 +422,118 @@ def available_memory() -> int:
         return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
     except (OSError, ValueError, AttributeError):
         return 2**30
+
+
+def _own_status_bytes(field: str) -> int | None:
+    """``VmSize`` / ``VmData`` of /proc/self/status in bytes (None elsewhere)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _rlimit_headroom() -> int | None:
+    """Bytes this process may still map under its soft ``RLIMIT_AS`` /
+    ``RLIMIT_DATA`` (``ulimit -v`` / ``-d``), None when neither is set."""
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return None
+    room = None
+    for limit, field in ((resource.RLIMIT_AS, "VmSize"),
+                         (resource.RLIMIT_DATA, "VmData")):
+        soft = resource.getrlimit(limit)[0]
+        used = _own_status_bytes(field)
+        if soft != resource.RLIM_INFINITY and used is not None:
+            room = max(0, soft - used) if room is None else min(room,
+                                                              max(0, soft - used))
+    return room
+
+
+def _cgroup_headroom() -> int | None:
+    """Bytes left under this process's cgroup v2 ``memory.max`` (None when
+    unlimited or not readable)."""
+    try:
+        with open("/proc/self/cgroup", encoding="ascii") as fh:
+            path = fh.read().strip().rsplit(":", 1)[-1]
+        base = "/sys/fs/cgroup" + path
+        with open(base + "/memory.max", encoding="ascii") as fh:
+            cap = fh.read().strip()
+        if cap == "max":
+            return None
+        with open(base + "/memory.current", encoding="ascii") as fh:
+            return max(0, int(cap) - int(fh.read().strip()))
+    except (OSError, ValueError):
+        return None
+
+
+def available_memory() -> int:
+    """Bytes of memory this process may still use now: the memory the OS
+    reports available (``MemAvailable``), lowered by the process's own limits
+    -- the headroom under a soft ``RLIMIT_AS`` / ``RLIMIT_DATA`` (``ulimit
+    -v`` counts address space, so what is mapped already is subtracted) and
+    under its cgroup's ``memory.max``. The kernel cache of the exact solvers,
+    the feature cache of the random-feature solvers and the pre-fit plans
+    (:mod:`weakkernels._plan`) are sized from it; no model depends on it."""
+    room = _meminfo_available()
+    for limit in (_rlimit_headroom(), _cgroup_headroom()):
+        if limit is not None:
+            room = min(room, limit)
+    return int(room)
+
+
+def size_text(n_bytes: float) -> str:
+    """``n_bytes`` as a message names it: ``"2.5 GiB"``, ``"48 KiB"``."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n_bytes >= scale:
+            return f"{n_bytes / scale:.3g} {unit}"
+    return f"{int(n_bytes)} bytes"
+
+
+class PlanWarning(UserWarning):
+    """A fit's plan (:mod:`weakkernels._plan`) is far costlier than usual:
+    the warning names the parameter and the planned size."""
+
+
+# rows per block of check_degenerate_input's comparison with the first row
+_CONSTANT_CHECK_ROWS = 4096
+
+
+def check_degenerate_input(estimator, X) -> None:
+    """Warn (:class:`DegenerateModelWarning`) when every training row is the
+    same point: every column of ``X`` is constant, so every kernel value is
+    equal and no model can tell the rows apart. One helper for every
+    estimator, called where its ``fit`` validates ``X`` (dense or CSR; a
+    Dask input is not read for it). Dense rows are compared with the first
+    row block by block, stopping at the first block that differs (usually
+    the first: a memory-mapped X is not read through); CSR by its column
+    ranges."""
+    if X.shape[0] < 2 or X.shape[1] == 0:
+        return
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        if not np.array_equal(X.min(axis=0).toarray(), X.max(axis=0).toarray()):
+            return
+        first = X[0].toarray().ravel()
+    else:
+        first = np.asarray(X[0])
+        for r0 in range(0, X.shape[0], _CONSTANT_CHECK_ROWS):
+            if np.any(X[r0 : r0 + _CONSTANT_CHECK_ROWS] != first):
+                return
+    where = "zero" if not np.any(first) else "constant"
+    warnings.warn(
+        f"{type(estimator).__name__}: X is {where} -- all {X.shape[0]} "
+        f"training rows are the same point (every one of the "
+        f"{X.shape[1]} columns is constant), so every kernel value is "
+        "equal and the model cannot depend on its input. Check the "
+        "features (a column selection or a scaling that erased them).",
+        DegenerateModelWarning,
+        stacklevel=3,
+    )
 
 
 class LabeledScoreMixin:

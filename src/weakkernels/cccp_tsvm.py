@@ -43,6 +43,7 @@ from weakkernels._artifact import (
 )
 from weakkernels._calibration import fit_platt, platt_proba
 from weakkernels._constraints import KERNEL_CONSTRAINTS, N_JOBS, SIGMA_OR_SCALE
+from weakkernels._plan import check_plan, plan_kernel_fit
 from weakkernels._selection import c_star_rule
 from weakkernels._smo import (
     STATUS_MAX_ITER,
@@ -58,6 +59,7 @@ from weakkernels._validation import (
     _SPARSE_FORMATS,
     LabeledScoreMixin,
     _canonical_csr,
+    check_degenerate_input,
     check_divergence,
     check_fitted_model,
     check_magnitude,
@@ -666,6 +668,7 @@ class RampSVM(_CCCPBase):
                              accept_sparse=_SPARSE_FORMATS)
         X = _canonical_csr(X)  # CSR/CSC/COO -> canonical CSR; dense stays dense
         check_magnitude(self, X)  # squared distances must not overflow
+        check_degenerate_input(self, X)
         self.sigma_ = resolve_sigma(self.sigma, X)
         self._check_numerics(X, self.C, "C")
         check_classification_targets(y)
@@ -675,6 +678,12 @@ class RampSVM(_CCCPBase):
                 f"Only one class ({self.classes_[0]!r}) in y; need at least two."
             )
         rng = check_random_state(self.random_state)
+        n_classes = self.classes_.size
+        self.fit_plan_ = check_plan(self, plan_kernel_fit(
+            self, n_rows=X.shape[0], n_features_in=X.shape[1],
+            n_outputs=1 if n_classes == 2 else n_classes, n_variables=X.shape[0],
+            n_base=X.shape[0], n_steps=self.max_cccp_iter),
+            np.bincount(y_enc))
         kp = self._kernel_problem(X)
         n = X.shape[0]
         C = float(self.C)
@@ -901,6 +910,13 @@ class CCCPTSVM(_CCCPBase):
         lab = np.flatnonzero(labeled)
         unl = np.flatnonzero(~labeled)
         L, U = lab.size, unl.size
+        # bytes and steps from the shapes, refused before anything is allocated
+        self.fit_plan_ = check_plan(self, plan_kernel_fit(
+            self, n_rows=X.shape[0], n_features_in=X.shape[1],
+            n_outputs=1 if classes.size == 2 else classes.size,
+            n_variables=L + 2 * U + int(bool(self.balance)),
+            n_base=L + U + int(bool(self.balance)), n_steps=self.max_cccp_iter),
+            np.unique(y[lab], return_counts=True)[1])
         # Base points: labeled first, then unlabeled, then (virtually) x_0.
         order = np.concatenate([lab, unl])
         y_enc = np.searchsorted(classes, y[lab])

@@ -97,4 +97,12 @@ def resolve_sigma(sigma, X) -> float:
         raise ValueError(
             'sigma="scale": the variance of X overflows float64 (entries '
             "near 1e150 or above); rescale the features or pass a number.")
-    return 1.0 / (d * var) if var > 0 else 1.0
+    width = 1.0 / (d * var) if var > 0 else 1.0
+    if not np.isfinite(width):
+        # Var X subnormal (entries near 1e-160): the width overflows, and
+        # Nystroem's Cholesky would meet inf -- named here instead
+        raise ValueError(
+            f'sigma="scale": 1 / (d Var X) overflows float64 (Var X = {var:.3g}, '
+            "entries near 1e-155 or below); rescale the features (e.g. "
+            "params.yaml prepare.scale: minmax) or pass a number.")
+    return width

@@ -68,6 +68,7 @@ from weakkernels._dsg import (
     set_expansion_state,
 )
 from weakkernels._options import options_of
+from weakkernels._plan import check_plan, plan_fit
 from weakkernels._threads import one_blas_thread
 from weakkernels._validation import (
     LabeledScoreMixin,
@@ -586,6 +587,13 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         opts = options_of(self)
         max_blocks = default_blocks(
             self.solver, (n_p, n_n, n_u), self.max_features, B, X.shape[1], opts)
+        # bytes and steps from the shapes, refused before anything is allocated
+        self.fit_plan_ = check_plan(self, plan_fit(
+            self, n_rows=X.shape[0], n_features_in=X.shape[1], n_outputs=1,
+            block_size=B, max_blocks=max_blocks, n_iter=iteration_budget(
+                self.solver, self.max_iter, self.n_passes, n_u, self.batch_size,
+                self.min_iter, opts), features_given=self.max_features is not None,
+            batch_rows=3 * self.batch_size))
         # Nyström landmarks: the labeled rows (positives and negatives) first,
         # up to half, then unlabeled ones
         spec, B, max_blocks, self.features_ = expansion_basis(

@@ -42,7 +42,12 @@ from sklearn.utils.validation import check_is_fitted, check_random_state, valida
 
 from weakkernels._constraints import RANDOM_FEATURE_CONSTRAINTS
 from weakkernels._threads import one_blas_thread
-from weakkernels._validation import _canonical_csr, _precheck_sparse
+from weakkernels._validation import (
+    _canonical_csr,
+    _precheck_sparse,
+    available_memory,
+    size_text,
+)
 from weakkernels.kernels import KERNEL_CODES, RANDOM_FEATURE_KERNELS
 
 # fastmath without nnan/ninf (umap removed blanket fastmath after NaN bugs): the
@@ -1086,11 +1091,14 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         )
         need = self.n_blocks_ * B * X.shape[1] * (
             1 if self.spec_.is_fourier else self.degree) * self.spec_.dtype.itemsize
-        if need > 1 << 34:
-            # transform holds every block's frequencies at once (16 GiB here)
+        limit = min(1 << 34, available_memory())
+        if need > limit:
+            # transform holds every block's frequencies at once (at most 16
+            # GiB, and what this process may use)
             raise ValueError(
                 f"n_components={self.n_components} of {X.shape[1]} inputs need "
-                f"{need / 2**30:.3g} GiB of frequencies; lower n_components.")
+                f"{size_text(need)} of frequencies, more than the "
+                f"{size_text(limit)} this process may use; lower n_components.")
         # The block norm assumes one block approximates k; with several blocks the
         # concatenation is rescaled so the whole map does.
         self._rescale = 1.0 / math.sqrt(self.n_blocks_)

@@ -58,6 +58,7 @@ from weakkernels._dsg import (
     step_size,
 )
 from weakkernels._options import options_of
+from weakkernels._plan import check_plan, plan_fit
 from weakkernels._selection import c_star_rule, one_se_stage
 from weakkernels._threads import one_blas_thread
 from weakkernels._validation import (
@@ -339,6 +340,20 @@ def resolve_validation_fraction(value, y_labeled: np.ndarray, solver: str,
                     f"validation_fraction={value} folds need at least {value} "
                     f"labels of every class; the fewest are {counts.min()}.")
             return int(value)
+        held = math.ceil(float(value) * y_labeled.size)  # train_test_split's
+        if counts.min() < 2:
+            raise ValueError(
+                f"validation_fraction={value} needs at least 2 labels of every "
+                f"class (one on each side); the fewest are {counts.min()}: "
+                "pass validation_fraction=None.")
+        if held < counts.size or y_labeled.size - held < counts.size:
+            raise ValueError(
+                f"validation_fraction={value} holds out {held} of the "
+                f"{y_labeled.size} labels; both parts need at least one label "
+                f"of each of the {counts.size} classes: pass a fraction in "
+                f"[{counts.size / y_labeled.size:.3g}, "
+                f"{1 - counts.size / y_labeled.size:.3g}], a number of folds "
+                "(an int) or None.")
         return float(value)
     if solver != "lbfgs":
         return None
@@ -375,6 +390,8 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
     """Shared fit/predict of TSGS3VM and FRS3VM (they differ in the feature layout)."""
 
     _parameter_constraints = dict(_COMMON_CONSTRAINTS)
+    # the parameter of the feature budget, named by the pre-fit plan's refusal
+    _size_param = "max_features"
 
     # -- subclass hooks --------------------------------------------------------
     def _layout(self, n_rows: int, set_sizes, d: int) -> tuple[int, int]:
@@ -416,6 +433,17 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
         yl = y[labeled]
         n_l, n_u = XL.shape[0], idx_u.size
         K = 1 if classes.size == 2 else classes.size
+        opts = options_of(self)
+        B, max_blocks = self._layout(X.shape[0], (n_l, n_u), X.shape[1])
+        # bytes and steps from the shapes, refused before anything is allocated
+        self.fit_plan_ = check_plan(self, plan_fit(
+            self, n_rows=X.shape[0], n_features_in=X.shape[1], n_outputs=K,
+            block_size=B, max_blocks=max_blocks, n_iter=iteration_budget(
+                self.solver, self.max_iter, self.n_passes, n_u, self.batch_size,
+                opts=opts),
+            features_given=self._features_given(), batch_rows=2 * self.batch_size,
+            n_labeled=n_l, size_param=self._size_param),
+            np.unique(yl, return_counts=True)[1])
         # +1/-1 targets per output: binary uses classes_[1] as the positive class,
         # multiclass is one-vs-rest over shared features and shared unlabeled data.
         if K == 1:
@@ -440,8 +468,6 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
         self.validation_fraction_ = resolve_validation_fraction(
             self.validation_fraction, yl, self.solver, X.shape[0],
             hasattr(X, "primal_set")) if C_star > 0 else None
-        opts = options_of(self)
-        B, max_blocks = self._layout(X.shape[0], (n_l, n_u), X.shape[1])
         spec, B, max_blocks, self.features_ = expansion_basis(
             self.features, solver=self.solver, kernel=self.kernel,
             sigma=self.sigma_, degree=self.degree, coef0=self.coef0,
@@ -1138,6 +1164,8 @@ class FRS3VM(_S3VMBase):
         self.callback = callback
         self.callback_every = callback_every
         self.solver_options = solver_options
+
+    _size_param = "n_components"
 
     def _features_given(self):
         return self.n_components is not None

@@ -84,11 +84,13 @@ from weakkernels._dsg import (
     solve_quadratic,
 )
 from weakkernels._options import options_of
+from weakkernels._plan import check_plan, plan_fit
 from weakkernels._threads import one_blas_thread
 from weakkernels._validation import (
     _SPARSE_FORMATS,
     _canonical_csr,
     _precheck_sparse,
+    check_degenerate_input,
     check_divergence,
     check_fitted_model,
     check_magnitude,
@@ -374,6 +376,7 @@ class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
             )
             X = _canonical_csr(X)  # CSR with sorted, duplicate-free indices
             check_magnitude(self, X)  # squared distances must not overflow
+            check_degenerate_input(self, X)
         sim, unl = split_su(y)
         self.classes_ = np.array([0, 1])
         seed = seed_from_random_state(self.random_state)
@@ -774,6 +777,12 @@ class TSGSU(_SUBase):
         max_blocks = default_blocks(
             self.solver, (XS.shape[0], XU.shape[0]), self.max_features, B,
             XS.shape[1], opts)
+        # bytes and steps from the shapes, refused before anything is allocated
+        self.fit_plan_ = check_plan(self, plan_fit(
+            self, n_rows=XS.shape[0] + XU.shape[0], n_features_in=XS.shape[1],
+            n_outputs=1, block_size=B, max_blocks=max_blocks, n_iter=T,
+            features_given=self.max_features is not None,
+            batch_rows=2 * self.batch_size))
         # Nyström landmarks: the pair rows first (up to half), as the labeled
         # rows of the S3VM: the points the risk weighs individually
         spec, B, max_blocks, self.features_ = expansion_basis(
