@@ -270,7 +270,8 @@ def render_run(spec: dict) -> str:
     median test error % (AUC) [range] / median fit CPU s (wall s where no CPU
     time was recorded), and the run's own target evaluation as stored
     (``--rebuild`` would re-evaluate the targets against today's protocol
-    file, where renamed methods read "not measured")."""
+    file, where renamed methods read "not measured"). ``date: false`` leaves
+    the run's date out (the documentation's pages)."""
     d = json.loads((ROOT / spec["file"]).read_text())
     auc = d["protocol"].get("task") == "auc"
     key, scale, nd = ("test_auc", 1.0, 4) if auc else ("test_error", 100.0, 2)
@@ -285,8 +286,8 @@ def render_run(spec: dict) -> str:
                                   else "")
     out = [spec["heading"], "",
            f"Command: `{d['command']}`  ",
-           (f"Run of {d['date']} UTC" if d.get("date") else
-            "Run (date not recorded)")
+           (f"Run of {d['date']} UTC" if d.get("date") and spec.get("date", True)
+            else "Run")
            + f" on {machine} (2 shared cores, one thread per method); seeds "
            f"{d['protocol']['seeds']}.", "",
            f"Median {what} [min–max over seeds] / median fit CPU s (wall s, "

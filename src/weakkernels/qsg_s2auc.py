@@ -465,7 +465,8 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     classes_ : ndarray of shape (2,), the real classes (never -1).
-    coef_ : ndarray (1, n_features_model_), random-feature coefficients.
+    coef_ : ndarray of shape (1, ``n_features_model_``)
+        The expansion's coefficients.
     spec_ : FeatureSpec (the seeds and layout that regenerate the features)
         or NystromSpec (the landmarks).
     features_ : str, the basis used ("fourier" or "nystroem").

@@ -904,7 +904,7 @@ default="auto"
     callback_every : int, default=10"""
 
 _ATTRIBUTES_DOC = """classes_ : ndarray, the real classes (never -1).
-    coef_ : ndarray (n_outputs, n_features_model_)
+    coef_ : ndarray of shape (n_outputs, ``n_features_model_``)
     intercept_ : ndarray (n_outputs,)
     spec_ : FeatureSpec, the seeds and layout that regenerate the features.
     C_star_, sigma_, unlabeled_loss_, balance_ : the values used (resolved

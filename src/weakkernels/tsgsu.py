@@ -662,8 +662,8 @@ class TSGSU(_SUBase):
     prior_, pi_S_ : the class prior used and ``prior_^2 + (1 - prior_)^2``.
     prior_estimate_ : dict, only with ``prior="auto"``.
     sigma_ : float, the kernel width used.
-    coef_ : ndarray (1, n_features_model_); spec_ : FeatureSpec or
-        NystromSpec.
+    coef_ : ndarray of shape (1, ``n_features_model_``)
+    spec_ : FeatureSpec or NystromSpec
     features_ : str, the basis used ("fourier" or "nystroem").
     intercept_ : float, the offset ``b`` (0 with ``fit_intercept=False``).
     calibration_ : ``(A, B)`` of the prior-matched sigmoid.
