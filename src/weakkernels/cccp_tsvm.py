@@ -600,6 +600,25 @@ class RampSVM(_CCCPBase):
         ``fit`` (rows stored when the cache was filled count as hits).
     kernel_rows_computed_ : int
         Kernel rows computed during ``fit``, the cache fill included.
+
+    See Also
+    --------
+    CCCPTSVM : the transductive SVM of the same paper.
+
+    References
+    ----------
+    .. [1] Collobert, R., Sinz, F., Weston, J., Bottou, L. Trading convexity
+       for scalability. ICML 2006; Large scale transductive SVMs. JMLR 7,
+       2006 (Sec. 1.3).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_moons
+    >>> from weakkernels import RampSVM
+    >>> X, y = make_moons(n_samples=200, noise=0.2, random_state=0)
+    >>> clf = RampSVM(C=10).fit(X, y)
+    >>> bool(clf.score(X, y) > 0.9)
+    True
     """
 
     _parameter_constraints: dict = {
@@ -820,6 +839,28 @@ class CCCPTSVM(_CCCPBase):
         the SMO tolerance, Eq. 1.2-1.3).
     transduction_ : ndarray (n_samples,)
         Predicted labels of the training samples (given labels for labeled ones).
+
+    See Also
+    --------
+    RampSVM : the supervised ramp-loss SVM of the same paper.
+    weakkernels.TSGS3VM : the random-feature S3VM for many rows.
+
+    References
+    ----------
+    .. [1] Collobert, R., Sinz, F., Weston, J., Bottou, L. Large scale
+       transductive SVMs. JMLR 7, 2006.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_moons
+    >>> from weakkernels import CCCPTSVM
+    >>> X, y = make_moons(n_samples=300, noise=0.1, random_state=0)
+    >>> y_semi = np.full(300, -1)
+    >>> y_semi[:20] = y[:20]
+    >>> clf = CCCPTSVM(C=10).fit(X, y_semi)
+    >>> bool(clf.score(X[20:], y[20:]) > 0.8)
+    True
     """
 
     _parameter_constraints: dict = {

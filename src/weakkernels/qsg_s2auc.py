@@ -477,6 +477,31 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
     objective_curve_ : the minibatch risk Eq. (8) of each SGD step, or the
         final objective Eq. (9) of the L-BFGS solve.
     n_blocks_, seed_, platt_, fit_time_curve_
+
+    See Also
+    --------
+    weakkernels.baselines.auc.ExactS2AUC : the exact-kernel minimizer of the
+        same objective.
+    weakkernels.baselines.auc.SupervisedKernelAUC : the labeled rows only.
+
+    References
+    ----------
+    .. [1] Shi, W., Gu, B., Li, X., Huang, H. Quadruply stochastic gradients
+       for large scale nonlinear semi-supervised AUC optimization. IJCAI 2019.
+    .. [2] Xie, Z., Li, M. Semi-supervised AUC optimization without guessing
+       labels of unlabeled data. AAAI 2018.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_classification
+    >>> from weakkernels import QSGS2AUC
+    >>> X, y = make_classification(n_samples=400, n_features=5, random_state=0)
+    >>> y_semi = np.full(400, -1)
+    >>> y_semi[:40] = y[:40]
+    >>> clf = QSGS2AUC(prior=0.5, random_state=0).fit(X, y_semi)
+    >>> bool(clf.auc(X[40:], y[40:]) > 0.8)
+    True
     """
 
     _parameter_constraints = {

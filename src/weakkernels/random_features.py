@@ -1054,6 +1054,25 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
     block_size : int, default=64
     dtype : {"float32", "float64"}, default="float32"
     random_state : int, RandomState instance or None
+
+    See Also
+    --------
+    sklearn.kernel_approximation.RBFSampler : scikit-learn's random Fourier
+        features.
+
+    References
+    ----------
+    .. [1] Rahimi, A., Recht, B. Random features for large-scale kernel
+       machines. NIPS 2007.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from weakkernels import RandomFeatures
+    >>> X = np.random.default_rng(0).normal(size=(5, 3))
+    >>> Z = RandomFeatures(n_components=64, random_state=0).fit_transform(X)
+    >>> Z.shape
+    (5, 64)
     """
 
     _parameter_constraints = {

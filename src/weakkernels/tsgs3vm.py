@@ -966,6 +966,35 @@ class TSGS3VM(_S3VMBase):
     Attributes
     ----------
     {attributes}
+
+    See Also
+    --------
+    FRS3VM : the same objective on one fixed block of random features.
+    weakkernels.CCCPTSVM : the exact-kernel transductive SVM of paper 004.
+    weakkernels.model_selection.LabeledKFold : cross-validation folds over
+        the labeled rows only.
+
+    References
+    ----------
+    .. [1] Geng, X., Gu, B., Li, X., Shi, W., Zheng, G., Huang, H. Scalable
+       semi-supervised SVM via triply stochastic gradients. IJCAI 2019.
+    .. [2] Collobert, R., Sinz, F., Weston, J., Bottou, L. Large scale
+       transductive SVMs. JMLR 7, 2006 (the ``C* = C n_l / n_u`` rule and the
+       balancing constraint).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_moons
+    >>> from weakkernels import TSGS3VM
+    >>> X, y = make_moons(n_samples=300, noise=0.1, random_state=0)
+    >>> y_semi = np.full(300, -1)            # -1 marks unlabeled rows
+    >>> y_semi[:20] = y[:20]
+    >>> clf = TSGS3VM(C=10, validation_fraction=None, random_state=0).fit(X, y_semi)
+    >>> clf.classes_
+    array([0, 1])
+    >>> bool(clf.score(X[20:], y[20:]) > 0.8)
+    True
     """
 
     _parameter_constraints = {**_COMMON_CONSTRAINTS, **EXPANSION_CONSTRAINTS}
@@ -1064,6 +1093,35 @@ class FRS3VM(_S3VMBase):
     Attributes
     ----------
     {attributes}
+
+    See Also
+    --------
+    TSGS3VM : the same objective, Nyström features by default.
+    weakkernels.CCCPTSVM : the exact-kernel transductive SVM of paper 004.
+    weakkernels.model_selection.LabeledKFold : cross-validation folds over
+        the labeled rows only.
+
+    References
+    ----------
+    .. [1] Geng, X., Gu, B., Li, X., Shi, W., Zheng, G., Huang, H. Scalable
+       semi-supervised SVM via triply stochastic gradients. IJCAI 2019.
+    .. [2] Collobert, R., Sinz, F., Weston, J., Bottou, L. Large scale
+       transductive SVMs. JMLR 7, 2006 (the ``C* = C n_l / n_u`` rule and the
+       balancing constraint).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_moons
+    >>> from weakkernels import FRS3VM
+    >>> X, y = make_moons(n_samples=300, noise=0.1, random_state=0)
+    >>> y_semi = np.full(300, -1)            # -1 marks unlabeled rows
+    >>> y_semi[:20] = y[:20]
+    >>> clf = FRS3VM(C=10, validation_fraction=None, random_state=0).fit(X, y_semi)
+    >>> clf.classes_
+    array([0, 1])
+    >>> bool(clf.score(X[20:], y[20:]) > 0.8)
+    True
     """
 
     _parameter_constraints = {

@@ -675,6 +675,37 @@ class TSGSU(_SUBase):
         SGD minibatch risks, or the final objective ``J`` of the L-BFGS solve.
     n_iter_ : SGD steps or L-BFGS iterations.
     n_blocks_, seed_, fit_time_curve_
+
+    See Also
+    --------
+    weakkernels.baselines.su.SUSL : the exact SU baseline (closed form).
+    weakkernels.class_prior.estimate_class_prior : the prior of ``prior="auto"``.
+    weakkernels.model_selection.PairedKFold : folds of whole similar pairs.
+
+    References
+    ----------
+    .. [1] Shi, W., Gu, B., Li, X., Deng, C., Huang, H. Triply stochastic
+       gradient method for large-scale nonlinear similar unlabeled
+       classification. Machine Learning 110, 2021.
+    .. [2] Bao, H., Niu, G., Sugiyama, M. Classification from pairwise
+       similarity and unlabeled data. ICML 2018.
+
+    Examples
+    --------
+    Rows 0-1, 2-3, ... are similar pairs (``y == 1``); the rest are unlabeled.
+
+    >>> import numpy as np
+    >>> from weakkernels import TSGSU
+    >>> rng = np.random.default_rng(0)
+    >>> def rows(c):
+    ...     return rng.normal(size=(c.size, 2)) + 3.0 * c[:, None]
+    >>> pairs = np.repeat((rng.random(300) < 0.7 ** 2 / 0.58).astype(float), 2)
+    >>> c_unlabeled = (rng.random(1000) < 0.7).astype(float)
+    >>> X = np.vstack([rows(pairs), rows(c_unlabeled)])
+    >>> y = np.r_[np.ones(600, dtype=int), -np.ones(1000, dtype=int)]
+    >>> clf = TSGSU(prior=0.7, random_state=0).fit(X, y)
+    >>> bool(clf.score(rows(c_unlabeled), c_unlabeled) > 0.8)
+    True
     """
 
     _parameter_constraints = {

@@ -258,6 +258,22 @@ class PNUAUC(_ExactAUCBase):
     X_fit_, coef_ : the training points and their coefficients.
     sigma_ : float, the kernel width used.
     prior_, threshold_, platt_ : as :class:`QSGS2AUC`.
+
+    See Also
+    --------
+    weakkernels.QSGS2AUC : semi-supervised AUC optimization at scale.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_classification
+    >>> from weakkernels.baselines.auc import PNUAUC
+    >>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
+    >>> y_semi = np.full(200, -1)
+    >>> y_semi[:40] = y[:40]
+    >>> clf = PNUAUC(prior=0.5).fit(X, y_semi)
+    >>> bool(clf.auc(X[40:], y[40:]) > 0.8)
+    True
     """
 
     _parameter_constraints = {
@@ -290,6 +306,22 @@ class SupervisedKernelAUC(_ExactAUCBase):
     Parameters as :class:`PNUAUC` without ``eta``; ``sigma="scale"`` is
     resolved over every row given, the ``y == -1`` ones too, as for the
     semi-supervised learners it is compared with (same data, same width).
+
+    See Also
+    --------
+    weakkernels.QSGS2AUC : semi-supervised AUC optimization at scale.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_classification
+    >>> from weakkernels.baselines.auc import SupervisedKernelAUC
+    >>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
+    >>> y_semi = np.full(200, -1)
+    >>> y_semi[:40] = y[:40]
+    >>> clf = SupervisedKernelAUC(prior=0.5).fit(X, y_semi)
+    >>> bool(clf.auc(X[40:], y[40:]) > 0.8)
+    True
     """
 
     _require_unlabeled = False
@@ -315,6 +347,22 @@ class ExactS2AUC(_ExactAUCBase):
         Trade-off of Eq. (8).
     prior, lam, kernel, sigma, degree, coef0, max_samples : as :class:`PNUAUC`
         (``prior`` only sets the threshold).
+
+    See Also
+    --------
+    weakkernels.QSGS2AUC : semi-supervised AUC optimization at scale.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_classification
+    >>> from weakkernels.baselines.auc import ExactS2AUC
+    >>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
+    >>> y_semi = np.full(200, -1)
+    >>> y_semi[:40] = y[:40]
+    >>> clf = ExactS2AUC(prior=0.5).fit(X, y_semi)
+    >>> bool(clf.auc(X[40:], y[40:]) > 0.8)
+    True
     """
 
     _parameter_constraints = {
