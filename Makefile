@@ -9,7 +9,7 @@ export DO_NOT_TRACK := 1
 export DVC_NO_ANALYTICS := 1
 export NUMBA_CACHE_DIR := $(CURDIR)/.numba_cache
 
-.PHONY: venv test repro lint bench docs clean benchmarks-md
+.PHONY: venv test repro lint bench docs clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -49,17 +49,13 @@ docs: $(STAMP)
 
 # the quick benchmark suite of benchmarks/harness.py (minutes, not hours)
 bench: $(STAMP)
-	$(BIN)/python benchmarks/harness.py --protocol quick
+	$(BIN)/python benchmarks/harness.py --suite quick
 
 repro: $(STAMP)
 	test -d .dvc || $(BIN)/dvc init --quiet
 	$(BIN)/dvc config core.analytics false
 	$(BIN)/dvc config core.check_update false
 	$(BIN)/dvc repro
-
-# BENCHMARKS.md from benchmarks/pages/*.md and the result files they name
-benchmarks-md: $(STAMP)
-	$(BIN)/python benchmarks/pages.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests pipelines benchmarks examples docs
