@@ -246,11 +246,10 @@ class PNUAUC(_ExactAUCBase):
         ``"scale"`` is ``1 / (d Var X)`` over every row given to ``fit``,
         labeled and unlabeled, as ``SVC(gamma="scale")``. The value used is
         ``sigma_``. The default was the fixed 1.0, with which QSGS2AUC and
-        the SU estimators sat at chance on standardised 28-d synthetic rows
-        (BENCHMARKS.md, "The default kernel width of the SU and AUC
-        estimators"); with "scale" PNUAUC gains on ijcnn1 and skin (paper
-        003 protocol, test AUC 0.818 -> 0.838, 0.9960 -> 0.9990) and loses
-        on min-max scaled cod-rna (0.962 -> 0.947), where "scale" is 2.24.
+        the SU estimators sat at chance on standardised rows of many
+        features; with "scale" PNUAUC gains on ijcnn1 and skin and loses a
+        little on min-max scaled cod-rna (docs/fidelity.md, paper 003's
+        departure 6).
     max_samples : int, default=5000
 
     Attributes

@@ -132,10 +132,9 @@ class SUSL(_KernelBasisSU):
         ``gamma``); ``"scale"`` is ``1 / (d Var X)`` over the rows given to
         ``fit``, as ``SVC(gamma="scale")``. The value used is ``sigma_``.
         The default was the fixed 1.0, which put the SU estimators at chance
-        on standardised 28-d synthetic rows (test error 1.0 -> "scale":
-        SUSL(n_centers=2000) 51.0 -> 16.7 %; ijcnn1, paper 002 protocol,
-        standardised, 14.1 -> 7.8 %); on a low-dimensional set "scale" can
-        lose a little (skin, same protocol: 0.87 -> 1.51 %).
+        on standardised rows of many features; on a low-dimensional set
+        "scale" can lose a little (docs/fidelity.md, paper 002's departure
+        8).
     lam : float, default=1e-3
         Weight of ``||alpha||^2 / 2``.
     n_centers : int or None, default=None
