@@ -34,9 +34,11 @@ extensions = [
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "fidelity.md", "auto_examples/*.ipynb",
-                    "auto_examples/*.py", "auto_examples/*.zip",
-                    "auto_examples/*.md5", "auto_examples/*.json"]
+exclude_patterns = ["_build", "fidelity.md", "sg_execution_times.rst",
+                    "auto_examples/sg_execution_times.rst",
+                    "auto_examples/*.ipynb", "auto_examples/*.py",
+                    "auto_examples/*.zip", "auto_examples/*.md5",
+                    "auto_examples/*.json"]
 templates_path = ["_templates"]
 myst_heading_anchors = 3
 suppress_warnings = ["myst.header"]
@@ -61,6 +63,8 @@ sphinx_gallery_conf = {
     "abort_on_example_error": True,
     "only_warn_on_example_error": False,
     "show_memory": False,
+    # the timings page would load jQuery and DataTables from a CDN
+    "write_computation_times": False,
     "image_scrapers": ("matplotlib",),
     "matplotlib_animations": False,
     "reset_modules": ("matplotlib",),
