@@ -18,9 +18,9 @@ from sklearn.model_selection import GridSearchCV
 from weakkernels import TSGS3VM
 from weakkernels.model_selection import LabeledKFold
 
-X, y = make_moons(n_samples=800, noise=0.15, random_state=1)
+X, y = make_moons(n_samples=500, noise=0.15, random_state=1)
 rng = np.random.default_rng(1)
-labeled = rng.choice(len(X), 40, replace=False)
+labeled = rng.choice(len(X), 30, replace=False)
 y_semi = np.full(len(X), -1)
 y_semi[labeled] = y[labeled]
 unl = y_semi == -1

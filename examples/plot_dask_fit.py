@@ -18,7 +18,7 @@ from distributed import Client, LocalCluster
 from weakkernels import TSGS3VM
 
 rng = np.random.default_rng(0)
-n = 8_000
+n = 6_000
 X = rng.normal(size=(n, 8))
 truth = (np.sin(2 * X[:, 0]) + X[:, 1] > 0).astype(int)
 y = np.full(n, -1)
@@ -28,7 +28,7 @@ params = dict(C=10, validation_fraction=None, random_state=0)
 local = TSGS3VM(**params).fit(X, y)
 f_local = local.decision_function(X)
 
-chunks = [4_000]
+chunks = [3_000]
 max_diff = []
 with LocalCluster(n_workers=2, threads_per_worker=1, processes=False) as cluster, \
         Client(cluster):
