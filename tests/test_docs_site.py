@@ -94,7 +94,7 @@ def test_every_example_is_a_gallery_page(site):
         imgs = [t for t in _parse(page).targets if "/sphx_glr_" in t and
                 t.endswith(".png") and "thumb" not in t]
         assert imgs or name not in FAST, f"{name}: no figure on its page"
-        assert "Download Python source code" in page.read_text(), name
+        assert "sphx-glr-download-python" in page.read_text(), name
 
 
 def test_every_public_name_has_an_api_page(site):
