@@ -18,7 +18,7 @@ export NUMBA_CPU_NAME ?= haswell
 export NUMBA_CPU_FEATURES ?= +avx2,+fma
 endif
 
-.PHONY: venv test repro lint bench clean benchmarks-md promote ui
+.PHONY: venv test repro lint bench docs clean promote ui
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -30,17 +30,36 @@ $(STAMP): requirements.txt pyproject.toml
 venv: $(STAMP)
 
 test: $(STAMP)
-	$(BIN)/ruff check src tests pipelines benchmarks
+	$(BIN)/ruff check src tests pipelines benchmarks examples docs
 	# the import layers of pyproject.toml [tool.importlinter]
 	$(BIN)/lint-imports --no-cache
 	# clone detector: no block of >= 6 repeated lines in src/
 	$(BIN)/pylint --disable=all --enable=duplicate-code --min-similarity-lines=6 \
 	  --score=n src/weakkernels
+	# the Examples sections of the public docstrings, run as doctests
+	$(BIN)/python -m pytest -q -p no:xdist --doctest-modules $(DOCTEST_MODULES)
 	# pytest exits 5 when no test is collected: not a failure for CI.
 	# One pytest worker per core (pytest-xdist); --dist loadfile keeps each test
 	# file on one worker, so a module fixture (a reproduced project, a Dask
 	# cluster, a tracking server) is built once, as in a serial run.
 	$(BIN)/python -m pytest -q -n auto --dist loadfile tests || [ $$? -eq 5 ]
+
+# the modules whose public docstrings carry Examples (make test runs them)
+DOCTEST_MODULES := src/weakkernels/tsgs3vm.py src/weakkernels/tsgsu.py \
+  src/weakkernels/qsg_s2auc.py src/weakkernels/cccp_tsvm.py \
+  src/weakkernels/random_features.py src/weakkernels/class_prior.py \
+  src/weakkernels/_artifact.py src/weakkernels/baselines/su.py \
+  src/weakkernels/baselines/auc.py src/weakkernels/_options.py \
+  src/weakkernels/_selection.py
+
+# the documentation site: docs/_build/html/index.html (offline, warnings are
+# errors; the gallery's examples/plot_*.py run during the build)
+docs: $(STAMP)
+	MPLBACKEND=Agg $(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
+
+# the quick benchmark suite of benchmarks/harness.py (minutes, not hours)
+bench: $(STAMP)
+	$(BIN)/python benchmarks/harness.py --suite quick
 
 repro: $(STAMP)
 	test -d .dvc || $(BIN)/dvc init --quiet
@@ -57,12 +76,8 @@ promote: $(STAMP)
 ui: $(STAMP)
 	sh pipelines/python pipelines/ui.py
 
-# BENCHMARKS.md from benchmarks/pages/*.md and the result files they name
-benchmarks-md: $(STAMP)
-	$(BIN)/python benchmarks/pages.py
-
 lint: $(STAMP)
-	$(BIN)/ruff check src tests pipelines benchmarks
+	$(BIN)/ruff check src tests pipelines benchmarks examples docs
 
 clean:
-	rm -rf .numba_cache .pytest_cache
+	rm -rf .numba_cache .pytest_cache docs/_build docs/api/generated docs/auto_examples

@@ -31,13 +31,14 @@ references and targets; scaling protocols also write a log-log PNG.
 
 Usage::
 
+    .venv/bin/python benchmarks/harness.py --suite quick  # = make bench
     .venv/bin/python benchmarks/harness.py --protocol g50c_like
     .venv/bin/python benchmarks/harness.py --all          # every protocol
     .venv/bin/python benchmarks/harness.py --list
-    mlflow run . -e bench_protocol -P protocol=g50c_like --env-manager local
-    .venv/bin/python benchmarks/harness.py --update-benchmarks-md  # = pages.py
+    mlflow run . -e benchmark -P suite=quick --env-manager local
 
-BENCHMARKS.md renders each run from its JSON (``benchmarks/pages.py``).
+The documentation's benchmark pages (``docs/benchmarks/``) render each run
+from its JSON (``benchmarks/pages.py``'s renderers, ``make docs``).
 """
 
 from __future__ import annotations
@@ -244,11 +245,18 @@ def kernel_width(rule, X) -> float:
     if rule == "inv_dim":
         return 1.0 / X.shape[1]
     if rule == "median":
-        sys.path.insert(0, str(HERE))
-        from _cccp_common import median_sigma
-
         return median_sigma(X)
     raise ValueError(f"unknown kernel width rule {rule!r}")
+
+
+def median_sigma(X, n_sample: int = 1000, seed: int = 0) -> float:
+    """``1 / median ||x - x'||^2`` over a seeded sample of the rows' pairs."""
+    rng = np.random.default_rng(seed)
+    idx = rng.choice(X.shape[0], size=min(n_sample, X.shape[0]), replace=False)
+    Z = X[idx]
+    sq = np.sum(Z * Z, axis=1)
+    d2 = sq[:, None] + sq[None, :] - 2 * Z @ Z.T
+    return float(1.0 / np.median(d2[np.triu_indices(len(idx), 1)]))
 
 
 def resolve_params(params: dict, ctx: dict) -> dict:
@@ -614,7 +622,7 @@ FILTERS = ("--datasets", "--n-unlabeled", "--seeds", "--methods")
 def heading(name: str, command: str) -> str:
     """``### Protocol `name```, followed by the run's filters when the command
     has any: the same protocol run on other data sets, sizes, seeds or
-    methods gets its own heading in BENCHMARKS.md."""
+    methods gets its own heading in the benchmark pages."""
     words, keep, picked = shlex.split(command), False, []
     for w in words:
         if w.startswith("--"):
@@ -884,7 +892,8 @@ def rebuild(json_path: Path) -> None:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--protocol", action="append", default=[])
+    ap.add_argument("--protocol", "--suite", action="append", default=[],
+                    help="a named suite of benchmarks/protocols/ (see --list)")
     ap.add_argument("--all", action="store_true", help="every protocol")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--methods", nargs="+")
@@ -898,18 +907,12 @@ def main(argv=None):
     ap.add_argument("--address", default=None,
                     help="a Dask scheduler's address (default: params.yaml "
                     "compute; none: a LocalCluster)")
-    ap.add_argument("--update-benchmarks-md", action="store_true",
-                    help="regenerate BENCHMARKS.md from benchmarks/pages/ and "
-                    "the result files they name (benchmarks/pages.py) and exit")
     ap.add_argument("--rebuild", nargs="+", type=Path, metavar="RESULT_JSON",
                     help="recompute tables of finished runs from their JSON")
     args = ap.parse_args(argv)
     if args.rebuild:
         for p in args.rebuild:
             rebuild(p)
-        return
-    if args.update_benchmarks_md:
-        pages.main([])
         return
     if args.list:
         for p in list_protocols():

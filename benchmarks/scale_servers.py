@@ -2,9 +2,8 @@
 
 Both are context managers that bind to ``127.0.0.1`` on a free port, wait (with a
 deadline) until the server answers, and always stop it and delete its files on
-exit.  Used by ``tests/test_scaling_*.py``, ``tests/test_serving*.py`` and
-``benchmarks/scale_tune_workers.py``; the README's "Scaling out" section shows
-the same steps by hand.
+exit.  Used by ``tests/test_scaling_*.py`` and ``tests/test_serving*.py``; the
+documentation's pipeline page shows the same steps by hand.
 
 PostgreSQL refuses to run as root: when run as root the server runs as the
 ``postgres`` system user (created by the Debian ``postgresql`` package).  The

@@ -1,33 +1,62 @@
-"""BENCHMARKS.md is generated (benchmarks/pages.py) and cannot drift.
+"""The documentation's benchmark pages and the result files they render.
 
-The committed page must equal the generator's output from
-``benchmarks/pages/`` and the result files it names; the renderers must
-reproduce tables from their files (a hand-computed fixture, and a table
-published before the page was generated).
+Every committed result file under ``benchmarks/results/`` is named by a page
+of ``docs/benchmarks/`` (a ``<!-- table ... -->`` directive or an image), and
+every directive of those pages renders from its file; the rendered pages
+carry no commit hash in a heading and no date, and every table drawn from a
+benchmark run names its command. The renderers reproduce hand-computed
+tables.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 from pathlib import Path
 
 import pages
 
 ROOT = Path(__file__).resolve().parents[1]
+DOCS = sorted((ROOT / "docs" / "benchmarks").glob("*.md"))
+HEX = re.compile(r"\b[0-9a-f]{7,40}\b")
+DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
 
 
-def test_benchmarks_md_is_the_generated_page():
-    """Edit benchmarks/pages/ (or a result file), then run
-    ``python benchmarks/pages.py``: this fails until the page is rewritten."""
-    assert (ROOT / "BENCHMARKS.md").read_text() == pages.build()
+def _committed_results() -> set[str]:
+    out = subprocess.run(["git", "ls-files", "benchmarks/results"], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout
+    return set(out.split())
 
 
-def test_check_mode_fails_on_a_stale_page(tmp_path):
-    stale = tmp_path / "BENCHMARKS.md"
-    stale.write_text("# Benchmarks\n")
-    assert pages.main(["--check", "--out", str(stale)]) == 1
-    stale.write_text(pages.build())
-    assert pages.main(["--check", "--out", str(stale)]) == 0
+def _named(text: str) -> set[str]:
+    named = set()
+    for spec in pages.directives(text):
+        named.update(spec.get("files") or [spec["file"]])
+    named.update(m.lstrip("./") for m in re.findall(
+        r"!\[[^\]]*\]\((?:\.\./)*(benchmarks/results/[^)]+)\)", text))
+    return named
+
+
+def test_every_result_file_is_rendered_by_a_docs_page():
+    committed = _committed_results()
+    assert 0 < len(committed) <= 60
+    named = set().union(*(_named(p.read_text()) for p in DOCS))
+    assert not committed - named, sorted(committed - named)
+    assert not named - committed, sorted(named - committed)
+
+
+def test_every_page_renders_without_hashes_or_dates():
+    for page in DOCS:
+        text = pages.expand(page.read_text())
+        assert "<!-- table" not in text, page.name
+        for line in text.splitlines():
+            if line.startswith("#"):
+                assert not HEX.search(line), (page.name, line)
+        assert not DATE.search(text), (page.name, DATE.search(text).group())
+        runs = [s for s in pages.directives(page.read_text())
+                if s["renderer"] == "run"]
+        assert text.count("Command: `") >= len(runs), page.name
 
 
 def test_pivot_means_over_seeds_and_keeps_the_last_rerun(tmp_path):
@@ -46,22 +75,6 @@ def test_pivot_means_over_seeds_and_keeps_the_last_rerun(tmp_path):
                                    "value": "error", "order": ["svc"],
                                    "where": {"L": 200}, "per_seed": True})
     assert per_seed.splitlines()[-1] == "| 200 | 10.00 / 20.00 (mean 15.00) |"
-
-
-def test_pivot_reproduces_a_published_table():
-    """cod-rna, error vs U at L = 200 (3 seeds), as published in BENCHMARKS.md
-    before the page was generated: SVC / C* = 0 / default / tuned, mean %,
-    from the rows of the revision that measured it (later re-runs append
-    rows of other revisions to the same file)."""
-    got = pages.render_pivot({
-        "file": "benchmarks/results/scale_accuracy/cod-rna.csv", "rows": "U",
-        "cols": "method", "value": "error", "where": {"rev": "9bbd889"},
-        "order": ["svc", "tsgs3vm_c0", "tsgs3vm", "tsgs3vm_tuned"]})
-    assert got.splitlines()[2:] == [
-        "| 2000 | 9.46 | 9.24 | 9.33 | 9.32 |",
-        "| 8000 | 9.46 | 9.14 | 8.83 | 8.93 |",
-        "| 20000 | 9.46 | 9.13 | 8.40 | 8.49 |",
-        "| 49000 | 9.46 | 9.11 | 8.47 | 8.51 |"]
 
 
 def test_records_expand_a_grid_of_fits(tmp_path):
@@ -92,20 +105,6 @@ def test_records_and_fields_read_dotted_keys(tmp_path):
     fields = pages.render_fields({"file": str(f), "header": ["what", "value"],
                                   "rows": [["c", ["a.b.0.c"]], ["empty", []]]})
     assert fields.splitlines()[2:] == ["| c | 7 |", "| empty |  |"]
-
-
-def test_directives_expand_and_the_contents_link_every_section(tmp_path):
-    (tmp_path / "00-a.md").write_text(
-        "## What to pick: `x` (y)\n\ntext\n\n<!-- table\nrenderer: csv\n"
-        f"file: {tmp_path / 't.csv'}\ndigits: 1\n-->\n")
-    (tmp_path / "10-b.md").write_text("## Two\n")
-    (tmp_path / "t.csv").write_text("a,b\nx,0.25\n")
-    page = pages.build(tmp_path)
-    assert "- [What to pick: `x` (y)](#what-to-pick-x-y)" in page
-    assert "- [Two](#two)" in page
-    assert "| a | b |\n|---|---|\n| x | 0.2 |" in page  # 0.25 rounds half-even
-    assert "<!-- table" not in page and "renderer:" not in page
-    assert page.index("## What to pick") < page.index("## Two")
 
 
 def test_include_keeps_a_scripts_table_from_its_first_row(tmp_path):

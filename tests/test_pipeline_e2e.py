@@ -270,7 +270,7 @@ def test_mlflow_run_benchmark_entry_point(project):
 
     root, env = project["root"], dict(project["env"])
     env["MLFLOW_TRACKING_URI"] = f"sqlite:///{root}/mlflow.db"
-    _run([sys.executable, "-m", "mlflow", "run", ".", "-e", "benchmark",
+    _run([sys.executable, "-m", "mlflow", "run", ".", "-e", "pipeline_benchmark",
           "-P", "dataset=g50c", "-P", "model=svc", "-P", "n_trials=2",
           "-P", "seeds=1", "--env-manager", "local",
           "--experiment-name", "wk-bench"], root, env)

@@ -276,6 +276,8 @@ def label_problems(row: dict) -> list[str]:
             need(k, _num(m.group(1)), k)
             if k == "eta0":
                 need("learning_rate", "fixed", "gamma (paper 000's fixed step)")
+    if "no C* choice" in label:  # C* as given, not chosen on held-out labels
+        need("validation_fraction", None, "no C* choice")
     # -- every parameter set away from the default is named
     free = {"sigma", "C", "C_star"}
     if method == "qsgs2auc":

@@ -1,4 +1,4 @@
-"""The README's Dask snippet ("Run on a cluster") runs as pasted: extracted
+"""The README's Dask snippet (section "Dask") runs as pasted: extracted
 from README.md, written to a file and run by a fresh interpreter (a
 ``LocalCluster`` of worker processes needs the ``__main__`` guard)."""
 
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 pytest.importorskip("distributed")
 
 
-def readme_snippet(heading: str = "### Run on a cluster") -> str:
+def readme_snippet(heading: str = "## Dask") -> str:
     """The first ``python`` code block after ``heading`` in README.md."""
     text = (ROOT / "README.md").read_text()
     section = text[text.index(heading):]

@@ -387,7 +387,46 @@ def read_model_file(path: str | os.PathLike, *, max_bytes: int = MAX_BYTES) -> b
 
 
 def load(path: str | os.PathLike, *, max_bytes: int = MAX_BYTES):
-    """Load any weakkernels estimator saved with ``est.save(path)``."""
+    """Load any weakkernels estimator saved with ``est.save(path)``.
+
+    The file is a zip of ``meta.json`` and ``.npy`` arrays, read without
+    pickle: its sizes and shapes are checked against each other and against
+    the estimator's parameter constraints before the estimator is built.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A model file written by ``save``.
+    max_bytes : int, default=MAX_BYTES
+        The largest uncompressed size read, per member and in total.
+
+    Returns
+    -------
+    estimator
+        The fitted estimator, predicting bit for bit as the saved one.
+
+    Raises
+    ------
+    ModelFormatError
+        The file is not a model file this version can read, or is corrupt.
+
+    See Also
+    --------
+    ModelFormatError : the one error type of a refused file.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from weakkernels import CCCPTSVM, load
+    >>> X = np.random.default_rng(0).normal(size=(60, 2))
+    >>> y = np.where(np.arange(60) < 10, (X[:, 0] > 0).astype(int), -1)
+    >>> clf = CCCPTSVM().fit(X, y)
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.wk")
+    >>> clf.save(path)
+    >>> bool((load(path).decision_function(X) == clf.decision_function(X)).all())
+    True
+    """
     return load_bytes(read_model_file(path, max_bytes=max_bytes),
                       max_bytes=max_bytes)
 
@@ -471,7 +510,17 @@ class ArtifactMixin:
         return dumps(meta, arrays)
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the fitted model to ``path`` atomically (see module docstring)."""
+        """Write the fitted model to ``path`` atomically (see module docstring).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The model file to write (replaced atomically if it exists).
+
+        See Also
+        --------
+        weakkernels.load : reads the file back, without pickle.
+        """
         save_bytes(path, self.to_bytes())
 
     @classmethod

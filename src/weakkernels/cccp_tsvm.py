@@ -532,8 +532,7 @@ class RampSVM(_CCCPBase):
         also the scale of ``poly``. ``"scale"`` is ``1 / (d Var X)`` over the
         training rows, as ``SVC(gamma="scale")``; the value used is
         ``sigma_``. The default was the fixed 1.0, at chance on scaled
-        inputs of many features (g50c, official splits: 49.0 % test error
-        against 9.2 % with "scale"; see :class:`CCCPTSVM`).
+        inputs of many features (see :class:`CCCPTSVM`).
     degree : int, default=3
         Degree of the ``poly`` kernel ``(sigma <x, x'> + coef0) ** degree``.
     coef0 : float, default=1.0
@@ -551,7 +550,7 @@ class RampSVM(_CCCPBase):
     cache_dtype : {"float64", "float32"}, default="float64"
         Storage of the cached kernel rows; float32 halves the memory (rows are
         rounded to float32; the solver's arithmetic stays float64), so the
-        model changes slightly (BENCHMARKS.md, "CCCP-TSVM at scale").
+        model changes slightly.
     max_iter : int or None, default=None
         SMO iterations per convex solve. ``None``: LIBSVM's cap
         ``max(10**7, 100 * n_variables)``, generous enough never to stop a
@@ -602,6 +601,25 @@ class RampSVM(_CCCPBase):
         ``fit`` (rows stored when the cache was filled count as hits).
     kernel_rows_computed_ : int
         Kernel rows computed during ``fit``, the cache fill included.
+
+    See Also
+    --------
+    CCCPTSVM : the transductive SVM of the same paper.
+
+    References
+    ----------
+    .. [1] Collobert, R., Sinz, F., Weston, J., Bottou, L. Trading convexity
+       for scalability. ICML 2006; Large scale transductive SVMs. JMLR 7,
+       2006 (Sec. 1.3).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_moons
+    >>> from weakkernels import RampSVM
+    >>> X, y = make_moons(n_samples=200, noise=0.2, random_state=0)
+    >>> clf = RampSVM(C=10).fit(X, y)
+    >>> bool(clf.score(X, y) > 0.9)
+    True
     """
 
     _parameter_constraints: dict = {
@@ -785,14 +803,8 @@ class CCCPTSVM(_CCCPBase):
         ``"scale"`` is ``1 / (d Var X)`` over every training row, labeled and
         unlabeled, as ``SVC(gamma="scale")`` and TSGS3VM; the value used is
         ``sigma_``. The default was the fixed 1.0, which put scaled inputs
-        of many features at chance; measured at the other defaults (test
-        error, 1.0 -> "scale"): g50c (10 official splits) 50.3 -> 6.2 %,
-        SSL-book g241c / g241n (splits 0-5) 50.2 -> 18.6 % / 50.3 -> 34.7 %,
-        standardised 28-d synthetic rows (200 labels, 3 000 unlabeled,
-        seeds 0-2) 30.5 -> 19.3 %; min-max scaled cod-rna / ijcnn1 (200
-        labels, 2 000 unlabeled, seeds 0-2) 11.8 -> 10.8 % / 15.3 -> 15.9 %
-        (the one loss: on ijcnn1 CCCP-TSVM is worse than the majority
-        class, 9.4 %, at either width).
+        of many features at chance (docs/fidelity.md, paper 004's departure
+        5).
     degree : int, default=3
     coef0 : float, default=1.0
     balance : bool, default=True
@@ -808,8 +820,7 @@ class CCCPTSVM(_CCCPBase):
         ``beta^0`` is read off it -- what the authors' code (UniverSVM's first
         CCCP pass, unlabeled boxes closed) does. Without ``balance`` both are
         the labeled SVM. On MNIST (Table 1.5) ``"balanced"`` did not lower
-        the validation error, hence not the default (BENCHMARKS.md, CCCP
-        page).
+        the validation error, hence not the default.
     tol, cache_size, cache_dtype, max_iter, max_cccp_iter, shrinking, n_jobs
         As in :class:`RampSVM`.
 
@@ -829,6 +840,28 @@ class CCCPTSVM(_CCCPBase):
         the SMO tolerance, Eq. 1.2-1.3).
     transduction_ : ndarray (n_samples,)
         Predicted labels of the training samples (given labels for labeled ones).
+
+    See Also
+    --------
+    RampSVM : the supervised ramp-loss SVM of the same paper.
+    weakkernels.TSGS3VM : the random-feature S3VM for many rows.
+
+    References
+    ----------
+    .. [1] Collobert, R., Sinz, F., Weston, J., Bottou, L. Large scale
+       transductive SVMs. JMLR 7, 2006.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_moons
+    >>> from weakkernels import CCCPTSVM
+    >>> X, y = make_moons(n_samples=300, noise=0.1, random_state=0)
+    >>> y_semi = np.full(300, -1)
+    >>> y_semi[:20] = y[:20]
+    >>> clf = CCCPTSVM(C=10).fit(X, y_semi)
+    >>> bool(clf.score(X[20:], y[20:]) > 0.8)
+    True
     """
 
     _parameter_constraints: dict = {

@@ -30,6 +30,27 @@ def prior_from_mixture_proportion(kappa: float) -> float:
     positive posterior, so where only the minority class lives the ratio is
     ``pi_min / pi_S = pi_min / (pi_min^2 + (1 - pi_min)^2)``, increasing on
     (0, 1/2]; this solves ``kappa (2 p^2 - 2 p + 1) = p`` for ``p``.
+
+    Parameters
+    ----------
+    kappa : float
+        The mixture proportion, in (0, 1].
+
+    Returns
+    -------
+    float
+        The minority class prior, in (0, 1/2].
+
+    See Also
+    --------
+    estimate_class_prior : estimates ``kappa`` from pairs and unlabeled rows.
+
+    Examples
+    --------
+    >>> from weakkernels.class_prior import prior_from_mixture_proportion
+    >>> p = 0.3
+    >>> round(prior_from_mixture_proportion(p / (p**2 + (1 - p) ** 2)), 6)
+    0.3
     """
     k = float(np.clip(kappa, 1e-12, 1.0))
     b = 2.0 * k + 1.0
@@ -82,8 +103,50 @@ def estimate_class_prior(
     (binomial standard error, 2 sigma) -- the bound keeps tiny, noisy sets from
     winning by chance -- and return the plain ratio on that set.
 
-    Returns a dict with ``prior`` (positive = majority class), ``pi_S``,
-    ``kappa``, ``q`` (the chosen set's fraction of unlabeled points).
+    Parameters
+    ----------
+    XS : array-like or sparse matrix of shape (n_pair_rows, n_features)
+        The rows of the similar pairs.
+    XU : array-like or sparse matrix of shape (n_unlabeled, n_features)
+        The unlabeled rows (at least 100).
+    kernel, sigma, degree, coef0 : kernel of the random features
+        (``exp(-sigma ||x - x'||^2)`` for ``"rbf"``).
+    n_components : int, default=512
+        Random features of the kernel logistic regression.
+    max_samples : int, default=10000
+        Rows of each set used at most (a seeded sample).
+    random_state : int, RandomState instance or None, default=None
+
+    Returns
+    -------
+    dict
+        ``prior`` (positive = majority class), ``pi_S``, ``kappa``, ``q``
+        (the chosen set's fraction of unlabeled points).
+
+    See Also
+    --------
+    prior_from_mixture_proportion : ``kappa`` to the minority prior.
+    weakkernels.TSGSU : uses this estimate with ``prior="auto"``.
+
+    References
+    ----------
+    .. [1] Scott, C. A rate of convergence for mixture proportion estimation,
+       with application to learning from noisy labels. AISTATS 2015.
+    .. [2] Blanchard, G., Lee, G., Scott, C. Semi-supervised novelty
+       detection. JMLR 11, 2010.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from weakkernels.class_prior import estimate_class_prior
+    >>> rng = np.random.default_rng(0)
+    >>> pairs = np.repeat(rng.random(300) < 0.7 ** 2 / 0.58, 2)
+    >>> unlabeled = rng.random(1000) < 0.7
+    >>> XS = rng.normal(size=(600, 2)) + 4.0 * pairs[:, None]
+    >>> XU = rng.normal(size=(1000, 2)) + 4.0 * unlabeled[:, None]
+    >>> est = estimate_class_prior(XS, XU, sigma=0.5, random_state=0)
+    >>> bool(0.6 < est["prior"] < 0.8)
+    True
     """
     # scipy.sparse rows stay sparse (CSR): the random features read them as is
     XS = _as_rows(XS)

@@ -336,8 +336,7 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
       convex quadratic in ``f``, so the primal is a convex quadratic of the
       weights: L-BFGS solves exactly the problem the stochastic steps
       approximate, whose ``theta / t`` schedule with the paper's ``lam``
-      stops short of it (0.014-0.045 AUC below the exact baselines in
-      BENCHMARKS.md).
+      stops short of it (docs/fidelity.md, paper 003's departure 1).
 
     Unlabeled samples are marked ``y == -1`` in ``fit(X, y)``; exactly two
     labeled classes are required, ``classes_[1]`` is the positive class.
@@ -354,37 +353,18 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         it by the labeled class fraction (unbiased when labels are missing at
         random; a warning is issued when its standard error exceeds 0.05).
     lam : float > 0, default=1e-3
-        RKHS regularization ``lambda`` of Eq. (9). 1e-3 since the default
-        width became ``"scale"``: at ``"scale"`` (test AUC, seeds 0-2,
-        ``benchmarks/qsg_lam_scale.py``, lam = 1e-4 / 1e-3 / 1e-2) cod-rna
-        0.941 / 0.959 / 0.960, ijcnn1 0.833 / 0.843 / 0.769, skin 0.9972 /
-        0.9980 / 0.9983, standardised synthetic rows 0.800 / 0.877 / 0.910
-        (``SVC()`` on the same labels 0.929): 1e-3 gains on every set's
-        mean, 1e-2 loses ijcnn1. 1e-4 was the default for a tuned width,
-        where it still wins (``benchmarks/qsg_protocol.py``
-        splits: 200 labels, n_u = 4800, seeds 0-2; ``sigma, lam, gamma``
-        picked on its pilot split). cod-rna, ``sigma=0.125, gamma=0.8``:
-        test AUC 0.9749 / 0.9761 / 0.9724 / 0.9389 at lam = 1e-5 / 1e-4 /
-        1e-3 / 1e-2, against 0.9722 for ExactS2AUC and 0.9684 for PNUAUC
-        at their selected points; ijcnn1, same point: 0.8720 / 0.8785 /
-        0.8483 / 0.7139, against 0.8609 and 0.8404. At the default gamma
-        the best lam grows with sigma (cod-rna, sigma 0.5: 0.9696 at 1e-4,
-        0.9731 at 1e-3; sigma 8: 0.872 / 0.920), but at the best sigma 1e-4
-        wins on both sets. With very few labels and a flexible kernel the
-        exact minimizer overfits (as ExactS2AUC does): raise lam there.
+        RKHS regularization ``lambda`` of Eq. (9). 1e-3 at the default width
+        ``"scale"`` gains on the mean AUC of every set measured, 1e-2 loses
+        ijcnn1; at a tuned width 1e-4 wins (docs/fidelity.md, paper 003's
+        departure 2). With very few labels and a flexible kernel the exact
+        minimizer overfits (as ExactS2AUC does): raise lam there.
     kernel : {"rbf", "laplacian", "poly"}, default="rbf"
     sigma : float or "scale", default="scale"
         Kernel width, ``exp(-sigma ||x - x'||^2)`` (paper 003 Sec. 6.1);
         ``"scale"`` is ``1 / (d Var X)`` over the training rows, as
         ``SVC(gamma="scale")`` and the pipeline's rule. The value used is
         ``sigma_``. The default was the fixed 1.0, at chance on standardised
-        28-d synthetic rows; measured, seeds 0-2, test AUC 1.0 -> "scale":
-        paper 003 protocol (``benchmarks/qsg_protocol.py``, min-max scaled,
-        200 labels, n_u = 4800) cod-rna 0.962 -> 0.941 (the one loss:
-        "scale" is 2.24 there), ijcnn1 0.795 -> 0.833, skin 0.9964 ->
-        0.9972; 28-d standardised synthetic rows
-        (``benchmarks/su_auc_scale.py``'s pool, 2000 labels, 20000
-        unlabeled) 0.497 -> 0.793 (``SVC()`` on the labels 0.929).
+        rows of many features (docs/fidelity.md, paper 003's departure 6).
     degree, coef0 : polynomial kernel ``(sigma <x, x'> + coef0) ** degree``.
     solver : {"lbfgs", "sgd"}, default="lbfgs"
         See above.
@@ -434,20 +414,10 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         of TSGS3VM), else Fourier. ``solver="sgd"`` draws fresh Fourier
         blocks (Algorithm 1) and refuses ``"nystroem"``. The basis used is
         ``features_``.
-        Why ``"auto"`` by default (``benchmarks/su_auc_features.py``,
-        ``benchmarks/su_auc_scale.py``; BENCHMARKS.md, "Fourier or Nyström
-        features for TSGSU and QSG-S2AUC"): 28-d synthetic rows, 2 000
-        labels, test AUC at 2 x 10^4 / 10^5 / 3 x 10^5 / 10^6 unlabeled
-        rows Fourier 0.868 / 0.887 / 0.868 / 0.859 (its count then fell
-        to 1 024 at 10^6 rows; 2 048 since 7c5edcb, not re-measured here),
-        Nyström 0.905 / 0.912 / 0.915 / 0.908 (one seed;
-        ``SVC()`` on the labels: 0.926, 3 seeds at 2 x 10^4). At
-        equal CPU Nyström still wins there (10^6 rows: 4 096 streamed
-        Fourier features 0.877 in 112 s against 2 048 streamed landmarks
-        0.908 in 86 s). On the paper 003 protocol (n_u = 4 800, 3 seeds)
-        Nyström's AUC is 0.9608 / 0.8509 / 0.9982 against Fourier's 0.9590 /
-        0.8434 / 0.9980 (cod-rna / ijcnn1 / skin), at 5-7 s of fit CPU
-        against ~0.7 s (4 096 landmarks against 1 120 frequencies).
+        Why ``"auto"`` by default: on many rows Nyström's AUC stays above
+        the Fourier default's, also at equal CPU, and on the paper 003
+        protocol it is level or better at several times the fit CPU of
+        those small fits (docs/fidelity.md, paper 003's departure 7).
     max_features : int or None, default=None
         Feature budget. ``solver="lbfgs"``: the expansion's size (None:
         :func:`weakkernels._dsg.primal_features`, 1024 to ~5 000, growing
@@ -470,7 +440,8 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     classes_ : ndarray of shape (2,), the real classes (never -1).
-    coef_ : ndarray (1, n_features_model_), random-feature coefficients.
+    coef_ : ndarray of shape (1, ``n_features_model_``)
+        The expansion's coefficients.
     spec_ : FeatureSpec (the seeds and layout that regenerate the features)
         or NystromSpec (the landmarks).
     features_ : str, the basis used ("fourier" or "nystroem").
@@ -481,6 +452,31 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
     objective_curve_ : the minibatch risk Eq. (8) of each SGD step, or the
         final objective Eq. (9) of the L-BFGS solve.
     n_blocks_, seed_, platt_, fit_time_curve_
+
+    See Also
+    --------
+    weakkernels.baselines.auc.ExactS2AUC : the exact-kernel minimizer of the
+        same objective.
+    weakkernels.baselines.auc.SupervisedKernelAUC : the labeled rows only.
+
+    References
+    ----------
+    .. [1] Shi, W., Gu, B., Li, X., Huang, H. Quadruply stochastic gradients
+       for large scale nonlinear semi-supervised AUC optimization. IJCAI 2019.
+    .. [2] Xie, Z., Li, M. Semi-supervised AUC optimization without guessing
+       labels of unlabeled data. AAAI 2018.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_classification
+    >>> from weakkernels import QSGS2AUC
+    >>> X, y = make_classification(n_samples=400, n_features=5, random_state=0)
+    >>> y_semi = np.full(400, -1)
+    >>> y_semi[:40] = y[:40]
+    >>> clf = QSGS2AUC(prior=0.5, random_state=0).fit(X, y_semi)
+    >>> bool(clf.auc(X[40:], y[40:]) > 0.8)
+    True
     """
 
     _parameter_constraints = {

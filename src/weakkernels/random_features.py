@@ -398,23 +398,14 @@ def csr_project(X, W: np.ndarray, out: np.ndarray | None = None,
     shapes and dtypes, so the numba kernel sees only arrays and scalars.
 
     Why a numba kernel and not scipy's ``X[rows] @ W`` (the same row-wise
-    algorithm, ``csr_matvecs``): ``python benchmarks/sparse_rcv1_scale.py
-    --kernel-only`` (float32, 2000 rows, D = 1024 columns of W; best of 5,
-    three runs on a 2-core machine under load 4-5, so +-30 % noise; see
-    benchmarks/results/sparse_rcv1/kernel.csv), seconds, scipy / ours:
-
-    * text-like, 20 000 columns, density 0.5 %: contiguous W 0.074-0.110 /
-      0.056-0.093; a column slice of a wider W 0.139-0.146 / 0.066-0.101;
-    * RCV1-shaped, 47 000 columns, density 0.16 %: contiguous W
-      0.114-0.116 / 0.089-0.095; column slice 0.162-0.197 / 0.090-0.112.
-
-    So on a contiguous W the two are within the noise of each other (ours
-    faster in 5 of the 6 run-by-run pairs, by up to 25 %), and on a column
-    slice -- what the growing SGD expansion passes every step --
-    scipy first copies all of W and takes 1.5-2x our time; scipy also
-    allocates a fresh result per call, where the fused cosine path reuses
-    one buffer. The parallel variant gained nothing under that load; it is
-    used only above _PARALLEL_MIN_WORK, as the cosine kernels are.
+    algorithm, ``csr_matvecs``): on a contiguous W the two are level; on a
+    column slice -- what the growing SGD expansion passes every step --
+    scipy first copies all of W, and it allocates a fresh result per call,
+    where the fused cosine path reuses one buffer (measured by a benchmark
+    script that left the tree with the decision studies, at the record
+    revision of docs/fidelity.md). The parallel variant gained nothing on a
+    loaded 2-core machine; it is used only above _PARALLEL_MIN_WORK, as the
+    cosine kernels are.
     """
     if not (sp.issparse(X) and X.format == "csr"):
         raise TypeError(f"csr_project needs a CSR matrix; got {type(X).__name__}.")
@@ -1059,6 +1050,25 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
     block_size : int, default=64
     dtype : {"float32", "float64"}, default="float32"
     random_state : int, RandomState instance or None
+
+    See Also
+    --------
+    sklearn.kernel_approximation.RBFSampler : scikit-learn's random Fourier
+        features.
+
+    References
+    ----------
+    .. [1] Rahimi, A., Recht, B. Random features for large-scale kernel
+       machines. NIPS 2007.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from weakkernels import RandomFeatures
+    >>> X = np.random.default_rng(0).normal(size=(5, 3))
+    >>> Z = RandomFeatures(n_components=64, random_state=0).fit_transform(X)
+    >>> Z.shape
+    (5, 64)
     """
 
     _parameter_constraints = {

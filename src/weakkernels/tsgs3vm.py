@@ -18,8 +18,8 @@ balancing constraint of Collobert et al. (paper 004 Eq. 1.13; by default on
 outputs clipped to the margin, ``balance="clipped"``, for a binary problem;
 as printed, ``"mean"``, with the symmetric hinge, for one-vs-rest) and an
 annealing of C*. Both are on by default because they win on the benchmarks
-(BENCHMARKS.md); ``balance="none", anneal=0`` is the algorithm exactly as
-printed.
+(docs/fidelity.md, paper 000's departures); ``balance="none", anneal=0`` is the
+algorithm exactly as printed.
 """
 
 from __future__ import annotations
@@ -783,18 +783,15 @@ _SHARED_PARAMS_DOC = """C : float, default=1.0
         ``LinearSVC``'s default) and the smooth hinge are. The squared hinge
         weighs a margin error more than the hinge at the same ``C`` (a larger
         effective C where errors are large), the smooth hinge stays within
-        0.25 of the hinge (``SVC``'s scale of ``C``) but underfits at scale:
-        ijcnn1 at C = 10 with 2 000 / 20 000 labels, 7.3 / 3.0 % vs 8.9 /
-        5.0 % (SVC 8.1 / 3.9 %); equal on separable problems (MNIST, g241c,
-        g50c), 0.2 pp behind on cod-rna at C = 10 and 7 pp ahead at C = 1
-        (BENCHMARKS.md, "Accuracy at scale" and "Convergence and defaults").
+        0.25 of the hinge (``SVC``'s scale of ``C``) but underfits at scale
+        (docs/fidelity.md, paper 000's departure 3).
         Use "hinge" with ``solver="sgd"`` for the paper as printed.
     unlabeled_loss : {"auto", "da", "shg", "sshg", "ramp", "ramp_cccp"}, \
 default="auto"
         Table 2 of paper 000 (see :func:`unlabeled_loss`); "da" is smooth.
         ``"auto"``: ``"da"`` for a binary problem, ``"shg"`` for one-vs-rest
         (with ``balance="auto"``; the pair measured on MNIST, SSL-book COIL
-        and COIL-20, BENCHMARKS.md "Multiclass defaults"). The value used is
+        and COIL-20, docs/fidelity.md). The value used is
         ``unlabeled_loss_``. ``"ramp_cccp"`` (``solver="lbfgs"``, not on Dask
         inputs): paper 004's symmetric ramp with smoothed hinges, minimised
         as CCCP-TSVM minimises it -- concave-convex steps (Algorithm 1.3),
@@ -802,8 +799,8 @@ default="auto"
         solution, no annealing (``anneal`` is ignored): from the
         supervised machine with an anchored balance (``"clipped"``,
         ``"supervised"``), from the constant ``mean_L y`` with ``"mean"``.
-        On the SSL-book sets g241c / g241n it follows CCCP-TSVM where the
-        default falls to chance (BENCHMARKS.md, "SSL-book sets").
+        On the SSL-book sets g241c / g241n it follows CCCP-TSVM where paper
+        004's C* rule with ``"da"`` falls to chance.
     s : float, default=-0.3
         Ramp parameter (``unlabeled_loss="ramp"`` and ``"ramp_cccp"``).
     solver : {"lbfgs", "sgd"}, default="lbfgs"
@@ -816,7 +813,7 @@ default="auto"
         :func:`weakkernels._dsg.primal_levels`; the basis is ``features``):
         the SGD reaches the exact SVM's accuracy only with far more
         iterations than a default can afford when ``C`` is large
-        (BENCHMARKS.md, "Convergence").
+        (docs/fidelity.md, paper 000's departure 1).
     tol : float, default=1e-5
         ``solver="lbfgs"``: stop a stage when the largest gradient entry falls
         below ``tol`` times its value at the stage's start.
@@ -850,19 +847,17 @@ or bool, default="auto"
         sets the bias from each unlabeled minibatch, as for ``"mean"``. With
         small outputs it is ``"mean"``; with saturated ones it fixes the class
         fraction, so it does not pull the bias on imbalanced sets as ``"mean"``
-        does (ijcnn1, 10 % positive, C = 100: 8.6 % error against 11.2 % for
-        ``"mean"`` and 9.1 % for SVC; cod-rna C = 100: 10.3 % against 12.6 %;
-        BENCHMARKS.md, "Convergence and defaults", section 4).
+        does (docs/fidelity.md, paper 000's departures).
         ``"mean"`` (or True) is paper 004 Eq. (1.13), ``mean_U f = mean_L y``;
         with ``solver="lbfgs"`` it holds exactly (features centred on the
         unlabeled rows); it assumes ``|f| ~ 1``. ``"quantile"`` fixes the
         fraction of unlabeled points predicted positive to the labeled one
         (Joachims' TSVM); with ``solver="lbfgs"`` it replaces the mean-balanced
         bias after the solve. ``"supervised"`` (``solver="lbfgs"`` only) holds
-        ``mean_U f`` where the supervised first stage put it (collapses with
-        that machine at small C: 21.2 % on cod-rna at C = 1 against 17.6 % for
-        ``"clipped"``). ``"none"``: no constraint (``solver="lbfgs"`` then
-        learns a free bias, ``solver="sgd"`` has none, as printed).
+        ``mean_U f`` where the supervised first stage put it (it collapses
+        with that machine at small C). ``"none"``: no constraint
+        (``solver="lbfgs"`` then learns a free bias, ``solver="sgd"`` has
+        none, as printed).
     anneal : float in [0, 1), default=0.5
         Raise C* from 0, as S3VMlight and nabla-TSVM anneal the unlabeled
         weight: the labeled points first place the boundary that the
@@ -901,9 +896,9 @@ default="auto"
         (paper 004's rule by default). ``"auto"``: 0.1 from
         :data:`AUTO_VALIDATION_MIN_LABELS` (10 000) labels on; below, 5 folds
         where the problem has at most :data:`AUTO_CV_MAX_ROWS` (4 096) rows
-        and 5 labels of each class, a NumPy input and ``C_star > 0`` (g241n,
-        100 labels: within 1 pp of CCCP-TSVM where the rule is 4.7 pp
-        behind; BENCHMARKS.md, "SSL-book sets"); else None, paper 004's
+        and 5 labels of each class, a NumPy input and ``C_star > 0``
+        (where the rule falls to chance on small problems, this follows
+        CCCP-TSVM); else None, paper 004's
         rule (what was used is ``validation_fraction_``).
     features : {"auto", "fourier", "nystroem"}
         The basis of the fixed expansion (TSGS3VM's default ``"auto"``,
@@ -918,11 +913,9 @@ default="auto"
         kernel machine) and :func:`weakkernels._dsg.nystroem_size` beyond. ``"auto"``:
         Nyström where it applies (L-BFGS, RBF, at most 2^26 landmark entries,
         features that fit 2 GiB or rows of at most 32 768 columns, streamed),
-        else Fourier. Why Nyström by default: at equal
-        or lower cost it is as accurate or more (MNIST, paper 004's protocol,
-        U = 2 000: 7.55 % in 16 s against 9.26 % for the default Fourier
-        expansion and 7.82 % for 8 192 Fourier features in 36 s; BENCHMARKS.md,
-        "Accuracy at scale"). The basis used is ``features_``.
+        else Fourier. Why Nyström by default: at equal or lower cost it is as
+        accurate or more (docs/fidelity.md, paper 000's departures). The basis
+        used is ``features_``.
     dtype : {"float32", "float64"}, default="float32"
         Compute precision of the features.
     random_state : int, RandomState instance or None
@@ -937,7 +930,7 @@ default="auto"
         levels, feature-count rules, caches, caps); None: the defaults."""
 
 _ATTRIBUTES_DOC = """classes_ : ndarray, the real classes (never -1).
-    coef_ : ndarray (n_outputs, n_features_model_)
+    coef_ : ndarray of shape (n_outputs, ``n_features_model_``)
     intercept_ : ndarray (n_outputs,)
     spec_ : FeatureSpec, the seeds and layout that regenerate the features.
     C_star_, sigma_, unlabeled_loss_, balance_ : the values used (resolved
@@ -973,9 +966,9 @@ class TSGS3VM(_S3VMBase):
     iteration samples ``batch_size`` labeled and unlabeled points and a fresh
     block of ``block_size`` features and applies Eq. (7). The default
     ``solver="lbfgs"`` solves the same objective on ``max_features`` seeded
-    features deterministically; measured on the default data sets it gets the
-    exact-kernel SVM's accuracy where Algorithm 1 needs orders of magnitude
-    more steps (BENCHMARKS.md, "Convergence").
+    features deterministically; it gets the exact-kernel SVM's accuracy where
+    Algorithm 1 needs orders of magnitude more steps (the documentation's
+    benchmark pages; docs/fidelity.md, paper 000's departure 1).
 
     The paper's algorithm as printed is ``TSGS3VM(solver="sgd", loss="hinge",
     unlabeled_loss="shg", balance="none", anneal=0, learning_rate="fixed",
@@ -999,6 +992,35 @@ class TSGS3VM(_S3VMBase):
     Attributes
     ----------
     {attributes}
+
+    See Also
+    --------
+    FRS3VM : the same objective on one fixed block of random features.
+    weakkernels.CCCPTSVM : the exact-kernel transductive SVM of paper 004.
+    weakkernels.model_selection.LabeledKFold : cross-validation folds over
+        the labeled rows only.
+
+    References
+    ----------
+    .. [1] Geng, X., Gu, B., Li, X., Shi, W., Zheng, G., Huang, H. Scalable
+       semi-supervised SVM via triply stochastic gradients. IJCAI 2019.
+    .. [2] Collobert, R., Sinz, F., Weston, J., Bottou, L. Large scale
+       transductive SVMs. JMLR 7, 2006 (the ``C* = C n_l / n_u`` rule and the
+       balancing constraint).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_moons
+    >>> from weakkernels import TSGS3VM
+    >>> X, y = make_moons(n_samples=300, noise=0.1, random_state=0)
+    >>> y_semi = np.full(300, -1)            # -1 marks unlabeled rows
+    >>> y_semi[:20] = y[:20]
+    >>> clf = TSGS3VM(C=10, validation_fraction=None, random_state=0).fit(X, y_semi)
+    >>> clf.classes_
+    array([0, 1])
+    >>> bool(clf.score(X[20:], y[20:]) > 0.8)
+    True
     """
 
     _parameter_constraints = {**_COMMON_CONSTRAINTS, **EXPANSION_CONSTRAINTS}
@@ -1100,6 +1122,35 @@ class FRS3VM(_S3VMBase):
     Attributes
     ----------
     {attributes}
+
+    See Also
+    --------
+    TSGS3VM : the same objective, Nyström features by default.
+    weakkernels.CCCPTSVM : the exact-kernel transductive SVM of paper 004.
+    weakkernels.model_selection.LabeledKFold : cross-validation folds over
+        the labeled rows only.
+
+    References
+    ----------
+    .. [1] Geng, X., Gu, B., Li, X., Shi, W., Zheng, G., Huang, H. Scalable
+       semi-supervised SVM via triply stochastic gradients. IJCAI 2019.
+    .. [2] Collobert, R., Sinz, F., Weston, J., Bottou, L. Large scale
+       transductive SVMs. JMLR 7, 2006 (the ``C* = C n_l / n_u`` rule and the
+       balancing constraint).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_moons
+    >>> from weakkernels import FRS3VM
+    >>> X, y = make_moons(n_samples=300, noise=0.1, random_state=0)
+    >>> y_semi = np.full(300, -1)            # -1 marks unlabeled rows
+    >>> y_semi[:20] = y[:20]
+    >>> clf = FRS3VM(C=10, validation_fraction=None, random_state=0).fit(X, y_semi)
+    >>> clf.classes_
+    array([0, 1])
+    >>> bool(clf.score(X[20:], y[20:]) > 0.8)
+    True
     """
 
     _parameter_constraints = {

@@ -514,9 +514,8 @@ class TSGSU(_SUBase):
       a f / 2 + 1/4`` on unlabeled ones. The primal is then a convex
       quadratic of the weights -- SUSL's objective on random features with
       the RKHS penalty -- and L-BFGS solves exactly what 100 SGD steps
-      approximate. On cod-rna (measurement under ``lam``) the L-BFGS solve is
-      as accurate as SUSL(2000) (best of each: 0.937 vs 0.935) where
-      Algorithm 1 stays 9-20 pp below.
+      approximate: on cod-rna it is as accurate as SUSL where Algorithm 1
+      stays well below (docs/fidelity.md, paper 002's departure 1).
 
     ``fit(X, y)``: ``y == 1`` on similar-pair rows (two consecutive rows per
     pair), ``y == -1`` on unlabeled rows. ``predict`` returns 1 for the class
@@ -549,34 +548,15 @@ class TSGSU(_SUBase):
         ``"scale"`` is ``1 / (d Var X)`` over the training rows, as
         ``SVC(gamma="scale")`` and the pipeline's rule. The value used is
         ``sigma_``. The default was the fixed 1.0, at chance on standardised
-        28-d synthetic rows; measured with the true prior, seeds 0-2 (paper
-        002 protocol of ``benchmarks/tsgsu_protocol.py``, standardised: 5000
-        pairs, 10000 unlabeled), test error 1.0 -> "scale": cod-rna 21.7 ->
-        9.4 %, ijcnn1 27.1 -> 7.2 %, skin 0.89 -> 1.45 % (the one loss);
-        28-d synthetic rows (``benchmarks/su_auc_scale.py``'s pool, 5000
-        pairs, 20000 unlabeled) 50.3 -> 21.2 %.
+        rows of many features (docs/fidelity.md, paper 002's departure 8).
     degree, coef0 : polynomial kernel ``(sigma <x, x'> + coef0) ** degree``.
     lam : float, default=3e-4
-        Weight of ``||f||_H^2 / 2`` (paper 002 Eq. 9's lambda). Chosen for
-        the exact ``solver="lbfgs"`` by measurement on cod-rna with the paper
-        002 protocol (``benchmarks/tsgsu_protocol.py`` splits: 5000 pairs,
-        10000 unlabeled, standardized features, seeds 0-2); test accuracy::
-
-            sigma   lam: 1e-5   1e-4   3e-4   1e-3
-            0.001        0.937  0.924
-            0.003        0.933  0.935  0.926  0.869
-            0.01                0.929  0.931  0.920
-            0.03         0.902  0.918  0.921  0.921
-            0.1          0.852  0.885  0.895  0.902
-
-        The best lam grows with sigma; 3e-4 loses the least over sigma in
-        [0.003, 0.1] (at most 0.9 pp, 1e-4: 1.7 pp, 1e-3: 6.5 pp). SUSL with
-        2000 centers: 0.919 / 0.935 / 0.934 / 0.924 at sigma = 0.001 /
-        0.003 / 0.01 / 0.03 and its best lam = 1e-4. ``solver="sgd"`` (100
-        steps) got 0.72 at sigma 0.03, lam 1e-3 and 0.84 with the paper's
-        ``correction="abs"``, lam 1e-4, ``eta0=10``. Small data sets need a
-        larger lam (the exact minimizer overfits where 100 SGD steps stop
-        early).
+        Weight of ``||f||_H^2 / 2`` (paper 002 Eq. 9's lambda), chosen for
+        the exact ``solver="lbfgs"`` on a sigma x lam grid on cod-rna with
+        the paper 002 protocol: the best lam grows with sigma, and 3e-4 loses
+        the least over the widths (docs/fidelity.md, paper 002's departure
+        4). Small data sets need a larger lam (the exact minimizer overfits
+        where 100 SGD steps stop early).
     solver : {"lbfgs", "sgd", "direct"}, default="lbfgs"
         See above. ``"direct"`` (squared loss, ``correction="none"`` only):
         the exact minimizer of the quadratic Eq. (9) over the fixed
@@ -606,8 +586,8 @@ class TSGSU(_SUBase):
         Learn an unregularized offset ``b`` (``f(x) + b``): with
         ``solver="sgd"`` by SGD with the same step sizes, with
         ``solver="lbfgs"`` jointly with the weights. Not in paper 002 (its
-        model is a pure RKHS function); it did not help on cod-rna
-        (BENCHMARKS.md), so the default is the model as printed.
+        model is a pure RKHS function); it did not help on cod-rna, so the
+        default is the model as printed.
     features : {"fourier", "nystroem", "auto"}, default="auto"
         The basis of the fixed expansion on which Eq. (9) is minimized.
         ``"fourier"``: the paper's seeded random Fourier features (the model
@@ -626,23 +606,13 @@ class TSGSU(_SUBase):
         TSGS3VM), else Fourier. ``solver="sgd"`` draws fresh Fourier blocks
         (Algorithm 1) and refuses ``"nystroem"``. The basis used is
         ``features_``.
-        Why ``"auto"`` by default (``benchmarks/su_auc_features.py``,
-        ``benchmarks/su_auc_scale.py``; BENCHMARKS.md, "Fourier or Nyström
-        features for TSGSU and QSG-S2AUC"): the Fourier count fell from
-        ~4 900 at 10^5 rows to 1 024 at 10^6 (the 2 GiB bound of
-        :func:`weakkernels._dsg.primal_features`; 2 048 there since
-        7c5edcb, not re-measured for TSGSU), and the error rose past
-        10^5 rows: 28-d synthetic rows, 5 000 pairs, test error at 2 x 10^4 /
-        10^5 / 3 x 10^5 / 10^6 unlabeled rows Fourier 22.4 / 19.7 / 21.1 /
-        21.8 %, Nyström 19.8 / 17.6 / 17.7 / 17.4 % (one seed). At equal CPU
-        Nyström still wins there (2 x 10^4 rows, 3 seeds: 12 288 Fourier
-        features 19.1 % against 4 128 landmarks 18.2 %, both ~37 s; 10^6
-        rows: 4 096 streamed Fourier features 19.9 % in 115 s against 2 048
-        streamed landmarks 17.4 % in 90 s). On
-        the paper 002 protocol (10 000 unlabeled, 3 seeds) Nyström's error
-        is 9.56 / 6.62 / 1.37 % against Fourier's 9.45 / 7.22 / 1.45 %
-        (cod-rna / ijcnn1 / skin) at 3.6-4.4x the fit CPU (~19 s against
-        ~5 s); ``features="fourier"`` is the fast choice there.
+        Why ``"auto"`` by default: with Fourier features the count falls as
+        the rows grow (the 2 GiB bound of
+        :func:`weakkernels._dsg.primal_features`) and the error rose past
+        10^5 rows where Nyström's kept falling, at about equal CPU; on the
+        paper 002 protocol Nyström is level or better at a few times the fit
+        CPU of those small fits, where ``features="fourier"`` is the fast
+        choice (docs/fidelity.md, paper 002's departure 9).
     max_features : int or None, default=None
         Feature budget (see :mod:`weakkernels._dsg`). ``solver="lbfgs"``:
         the expansion's size (None: :func:`weakkernels._dsg.primal_features`,
@@ -668,8 +638,8 @@ class TSGSU(_SUBase):
     prior_, pi_S_ : the class prior used and ``prior_^2 + (1 - prior_)^2``.
     prior_estimate_ : dict, only with ``prior="auto"``.
     sigma_ : float, the kernel width used.
-    coef_ : ndarray (1, n_features_model_); spec_ : FeatureSpec or
-        NystromSpec.
+    coef_ : ndarray of shape (1, ``n_features_model_``)
+    spec_ : FeatureSpec or NystromSpec
     features_ : str, the basis used ("fourier" or "nystroem").
     intercept_ : float, the offset ``b`` (0 with ``fit_intercept=False``).
     calibration_ : ``(A, B)`` of the prior-matched sigmoid.
@@ -681,6 +651,37 @@ class TSGSU(_SUBase):
         SGD minibatch risks, or the final objective ``J`` of the L-BFGS solve.
     n_iter_ : SGD steps or L-BFGS iterations.
     n_blocks_, seed_, fit_time_curve_
+
+    See Also
+    --------
+    weakkernels.baselines.su.SUSL : the exact SU baseline (closed form).
+    weakkernels.class_prior.estimate_class_prior : the prior of ``prior="auto"``.
+    weakkernels.model_selection.PairedKFold : folds of whole similar pairs.
+
+    References
+    ----------
+    .. [1] Shi, W., Gu, B., Li, X., Deng, C., Huang, H. Triply stochastic
+       gradient method for large-scale nonlinear similar unlabeled
+       classification. Machine Learning 110, 2021.
+    .. [2] Bao, H., Niu, G., Sugiyama, M. Classification from pairwise
+       similarity and unlabeled data. ICML 2018.
+
+    Examples
+    --------
+    Rows 0-1, 2-3, ... are similar pairs (``y == 1``); the rest are unlabeled.
+
+    >>> import numpy as np
+    >>> from weakkernels import TSGSU
+    >>> rng = np.random.default_rng(0)
+    >>> def rows(c):
+    ...     return rng.normal(size=(c.size, 2)) + 3.0 * c[:, None]
+    >>> pairs = np.repeat((rng.random(300) < 0.7 ** 2 / 0.58).astype(float), 2)
+    >>> c_unlabeled = (rng.random(1000) < 0.7).astype(float)
+    >>> X = np.vstack([rows(pairs), rows(c_unlabeled)])
+    >>> y = np.r_[np.ones(600, dtype=int), -np.ones(1000, dtype=int)]
+    >>> clf = TSGSU(prior=0.7, random_state=0).fit(X, y)
+    >>> bool(clf.score(rows(c_unlabeled), c_unlabeled) > 0.8)
+    True
     """
 
     _parameter_constraints = {

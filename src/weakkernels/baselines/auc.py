@@ -245,11 +245,10 @@ class PNUAUC(_ExactAUCBase):
         ``"scale"`` is ``1 / (d Var X)`` over every row given to ``fit``,
         labeled and unlabeled, as ``SVC(gamma="scale")``. The value used is
         ``sigma_``. The default was the fixed 1.0, with which QSGS2AUC and
-        the SU estimators sat at chance on standardised 28-d synthetic rows
-        (BENCHMARKS.md, "The default kernel width of the SU and AUC
-        estimators"); with "scale" PNUAUC gains on ijcnn1 and skin (paper
-        003 protocol, test AUC 0.818 -> 0.838, 0.9960 -> 0.9990) and loses
-        on min-max scaled cod-rna (0.962 -> 0.947), where "scale" is 2.24.
+        the SU estimators sat at chance on standardised rows of many
+        features; with "scale" PNUAUC gains on ijcnn1 and skin and loses a
+        little on min-max scaled cod-rna (docs/fidelity.md, paper 003's
+        departure 6).
     max_samples : int, default=5000
 
     Attributes
@@ -257,6 +256,22 @@ class PNUAUC(_ExactAUCBase):
     X_fit_, coef_ : the training points and their coefficients.
     sigma_ : float, the kernel width used.
     prior_, threshold_, platt_ : as :class:`QSGS2AUC`.
+
+    See Also
+    --------
+    weakkernels.QSGS2AUC : semi-supervised AUC optimization at scale.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_classification
+    >>> from weakkernels.baselines.auc import PNUAUC
+    >>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
+    >>> y_semi = np.full(200, -1)
+    >>> y_semi[:40] = y[:40]
+    >>> clf = PNUAUC(prior=0.5).fit(X, y_semi)
+    >>> bool(clf.auc(X[40:], y[40:]) > 0.8)
+    True
     """
 
     _parameter_constraints = {
@@ -289,6 +304,22 @@ class SupervisedKernelAUC(_ExactAUCBase):
     Parameters as :class:`PNUAUC` without ``eta``; ``sigma="scale"`` is
     resolved over every row given, the ``y == -1`` ones too, as for the
     semi-supervised learners it is compared with (same data, same width).
+
+    See Also
+    --------
+    weakkernels.QSGS2AUC : semi-supervised AUC optimization at scale.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_classification
+    >>> from weakkernels.baselines.auc import SupervisedKernelAUC
+    >>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
+    >>> y_semi = np.full(200, -1)
+    >>> y_semi[:40] = y[:40]
+    >>> clf = SupervisedKernelAUC(prior=0.5).fit(X, y_semi)
+    >>> bool(clf.auc(X[40:], y[40:]) > 0.8)
+    True
     """
 
     _require_unlabeled = False
@@ -314,6 +345,22 @@ class ExactS2AUC(_ExactAUCBase):
         Trade-off of Eq. (8).
     prior, lam, kernel, sigma, degree, coef0, max_samples : as :class:`PNUAUC`
         (``prior`` only sets the threshold).
+
+    See Also
+    --------
+    weakkernels.QSGS2AUC : semi-supervised AUC optimization at scale.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_classification
+    >>> from weakkernels.baselines.auc import ExactS2AUC
+    >>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
+    >>> y_semi = np.full(200, -1)
+    >>> y_semi[:40] = y[:40]
+    >>> clf = ExactS2AUC(prior=0.5).fit(X, y_semi)
+    >>> bool(clf.auc(X[40:], y[40:]) > 0.8)
+    True
     """
 
     _parameter_constraints = {

@@ -132,10 +132,9 @@ class SUSL(_KernelBasisSU):
         ``gamma``); ``"scale"`` is ``1 / (d Var X)`` over the rows given to
         ``fit``, as ``SVC(gamma="scale")``. The value used is ``sigma_``.
         The default was the fixed 1.0, which put the SU estimators at chance
-        on standardised 28-d synthetic rows (test error 1.0 -> "scale":
-        SUSL(n_centers=2000) 51.0 -> 16.7 %; ijcnn1, paper 002 protocol,
-        standardised, 14.1 -> 7.8 %); on a low-dimensional set "scale" can
-        lose a little (skin, same protocol: 0.87 -> 1.51 %).
+        on standardised rows of many features; on a low-dimensional set
+        "scale" can lose a little (docs/fidelity.md, paper 002's departure
+        8).
     lam : float, default=1e-3
         Weight of ``||alpha||^2 / 2``.
     n_centers : int or None, default=None
@@ -148,6 +147,27 @@ class SUSL(_KernelBasisSU):
     centers_, alpha_ : the basis centers and their coefficients.
     sigma_ : float, the kernel width used.
     prior_, pi_S_, calibration_ : as :class:`TSGSU`.
+
+    See Also
+    --------
+    weakkernels.TSGSU : the same risk on random or Nyström features, at scale.
+
+    References
+    ----------
+    .. [1] Bao, H., Niu, G., Sugiyama, M. Classification from pairwise
+       similarity and unlabeled data. ICML 2018.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from weakkernels.baselines.su import SUSL
+    >>> rng = np.random.default_rng(0)
+    >>> c = np.r_[np.repeat(rng.random(300) < 0.84, 2), rng.random(1000) < 0.7]
+    >>> X = rng.normal(size=(1600, 2)) + 3.0 * c[:, None]
+    >>> y = np.r_[np.ones(600, dtype=int), -np.ones(1000, dtype=int)]
+    >>> clf = SUSL(prior=0.7).fit(X, y)
+    >>> bool(clf.score(X[600:], c[600:].astype(int)) > 0.8)
+    True
     """
 
     _parameter_constraints = {
@@ -216,6 +236,29 @@ class CUU(_KernelBasisSU):
     batch_size, max_iter, optimizer, eta0 : see above.
     random_state : int, RandomState or None, default=None
         Seeds the centers, the minibatches (and ``prior="auto"``).
+
+    See Also
+    --------
+    SUSL : the squared-loss SU baseline in closed form.
+    weakkernels.TSGSU : SU learning at scale.
+
+    References
+    ----------
+    .. [1] Lu, N., Zhang, T., Niu, G., Sugiyama, M. Mitigating overfitting in
+       supervised classification from two unlabeled datasets: a consistent
+       risk correction approach. AISTATS 2020.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from weakkernels.baselines.su import CUU
+    >>> rng = np.random.default_rng(0)
+    >>> c = np.r_[np.repeat(rng.random(50) < 0.84, 2), rng.random(300) < 0.7]
+    >>> X = rng.normal(size=(400, 2)) + 3.0 * c[:, None]
+    >>> y = np.r_[np.ones(100, dtype=int), -np.ones(300, dtype=int)]
+    >>> clf = CUU(prior=0.7, random_state=0).fit(X, y)
+    >>> clf.predict(X[:3]).shape
+    (3,)
     """
 
     _parameter_constraints = {
