@@ -8,8 +8,9 @@ size it would not reach on small data pass options, nothing is patched.
 
 Each field's default is the value the solver was tuned to; why it is that
 value, with the measurements, is in the documentation's solver-defaults page
-(``docs/solver_defaults.md``). None of them is read from the machine: models
-are the same bits wherever they are fitted, except where a field says memory.
+(``docs/benchmarks/solver_defaults.md``). None of them is read from the
+machine: models are the same bits wherever they are fitted, except where a
+field says memory.
 """
 
 from __future__ import annotations

@@ -162,8 +162,8 @@ def release_mapped_rows(X, start: int = 0, stop: int | None = None) -> None:
     The solver copies each chunk of rows it reads, so the mapped pages are
     not needed again until the next pass, which faults them back from the
     kernel's page cache (or the file): the resident set stays the solver's
-    own memory, not the input file (docs/solver_defaults.md). Only whole
-    pages inside the rows'
+    own memory, not the input file (docs/benchmarks/solver_defaults.md).
+    Only whole pages inside the rows'
     byte range are dropped; the mapping is read-only, so dropping a page
     another thread is reading only makes it fault again.
     """
