@@ -68,6 +68,14 @@ def _champion(client) -> str:
     return str(client.get_model_version_by_alias(NAME, "champion").version)
 
 
+def _documented_exp_show() -> list[str]:
+    """The README's ``dvc exp show`` command (section "Bigger experiments")."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("### Bigger experiments"):]
+    line = next(ln for ln in section.splitlines() if ln.startswith("dvc exp show"))
+    return shlex.split(line, comments=True)[1:]
+
+
 def _main_line(root, space: dict,
                names=("tune", "train", "evaluate")) -> None:
     """The stages ``names`` with ``space`` pinned, in order."""
@@ -156,6 +164,11 @@ def steps(tmp_path_factory):
           "evaluate"],
          root, env, timeout=900)
     out["exp"] = (_champion(client), _versions(client))
+    out["exp show"] = {name: _run([sys.executable, "-m", "dvc", *argv, "--no-pager"],
+                                  root, {**env, "COLUMNS": "400"}).stdout
+                       for name, argv in (("documented", _documented_exp_show()),
+                                          ("plain", ["exp", "show",
+                                                     "--only-changed"]))}
     _main_line(root, WORSE)
     out["worse"] = (_champion(client), _versions(client))
     _main_line(root, BETTER)
@@ -212,3 +225,16 @@ def test_resolved_main_line_win_moves_the_champion_with_its_evidence(steps):
     assert new - old == pytest.approx(diff)
     assert len(tags["compare.commit"]) == 40
     assert len(tags["compare.per_seed_diff"].split(",")) == 2
+
+
+@pytest.mark.slow
+@needs_mirror
+def test_documented_exp_show_fits_120_columns(steps):
+    """A wide terminal (COLUMNS=400) leaves the table its natural width: the
+    README's command drops the hash columns that made it 300+ wide."""
+    width = {k: max(len(ln) for ln in out.splitlines())
+             for k, out in steps["exp show"].items()}
+    assert width["documented"] <= 120, steps["exp show"]["documented"]
+    assert width["plain"] > 120  # the hashes are what the pattern drops
+    assert "better" in steps["exp show"]["documented"]
+    assert "tune.n_trials" in steps["exp show"]["documented"]
