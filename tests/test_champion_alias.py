@@ -128,6 +128,32 @@ def test_compare_resolves_a_win_over_seeds_and_points():
     assert not compare(old, new)["wins"]
 
 
+@pytest.mark.parametrize("kind", ["minmax", "maxabs"])
+def test_unscaled_rows_scale_back_to_the_prepared_ones(kind):
+    """The champion is scored as served, on raw rows: unscale_rows undoes the
+    prepare stage's scaling (CSR kept for maxabs)."""
+    import scipy.sparse as sp
+
+    from weakkernels.pipeline.preparation import fit_scaler, scale_features
+    from weakkernels.pipeline.pyfunc_model import scale_rows, unscale_rows
+
+    rng = np.random.default_rng(0)
+    raw = rng.normal(size=(50, 4)) * [1.0, 10.0, 100.0, 1e3] + [0.0, 5.0, -50.0, 1e3]
+    if kind == "maxabs":
+        raw = sp.csr_matrix(np.where(rng.random(raw.shape) < 0.5, 0.0, raw))
+    lo, span = fit_scaler(raw, kind)
+    X = scale_features(raw, kind)
+    back = unscale_rows(X, lo, span, kind)
+    assert sp.issparse(back) == (kind == "maxabs")
+
+    def dense(a):
+        return a.toarray() if sp.issparse(a) else a
+
+    np.testing.assert_allclose(dense(back), dense(raw), rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(dense(scale_rows(back, lo, span, kind)), dense(X),
+                               rtol=1e-12, atol=1e-12)
+
+
 def test_experiment_name_from_dvc_or_the_temp_copy(tmp_path):
     from weakkernels.pipeline.promotion import experiment_name
 
