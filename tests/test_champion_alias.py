@@ -68,6 +68,14 @@ def _champion(client) -> str:
     return str(client.get_model_version_by_alias(NAME, "champion").version)
 
 
+def _documented_exp_show() -> list[str]:
+    """The README's ``dvc exp show`` command (section "Bigger experiments")."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("### Bigger experiments"):]
+    line = next(ln for ln in section.splitlines() if ln.startswith("dvc exp show"))
+    return shlex.split(line, comments=True)[1:]
+
+
 def _main_line(root, space: dict,
                names=("tune", "train", "evaluate")) -> None:
     """The stages ``names`` with ``space`` pinned, in order."""
@@ -120,6 +128,32 @@ def test_compare_resolves_a_win_over_seeds_and_points():
     assert not compare(old, new)["wins"]
 
 
+@pytest.mark.parametrize("kind", ["minmax", "maxabs"])
+def test_unscaled_rows_scale_back_to_the_prepared_ones(kind):
+    """The champion is scored as served, on raw rows: unscale_rows undoes the
+    prepare stage's scaling (CSR kept for maxabs)."""
+    import scipy.sparse as sp
+
+    from weakkernels.pipeline.preparation import fit_scaler, scale_features
+    from weakkernels.pipeline.pyfunc_model import scale_rows, unscale_rows
+
+    rng = np.random.default_rng(0)
+    raw = rng.normal(size=(50, 4)) * [1.0, 10.0, 100.0, 1e3] + [0.0, 5.0, -50.0, 1e3]
+    if kind == "maxabs":
+        raw = sp.csr_matrix(np.where(rng.random(raw.shape) < 0.5, 0.0, raw))
+    lo, span = fit_scaler(raw, kind)
+    X = scale_features(raw, kind)
+    back = unscale_rows(X, lo, span, kind)
+    assert sp.issparse(back) == (kind == "maxabs")
+
+    def dense(a):
+        return a.toarray() if sp.issparse(a) else a
+
+    np.testing.assert_allclose(dense(back), dense(raw), rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(dense(scale_rows(back, lo, span, kind)), dense(X),
+                               rtol=1e-12, atol=1e-12)
+
+
 def test_experiment_name_from_dvc_or_the_temp_copy(tmp_path):
     from weakkernels.pipeline.promotion import experiment_name
 
@@ -156,6 +190,11 @@ def steps(tmp_path_factory):
           "evaluate"],
          root, env, timeout=900)
     out["exp"] = (_champion(client), _versions(client))
+    out["exp show"] = {name: _run([sys.executable, "-m", "dvc", *argv, "--no-pager"],
+                                  root, {**env, "COLUMNS": "400"}).stdout
+                       for name, argv in (("documented", _documented_exp_show()),
+                                          ("plain", ["exp", "show",
+                                                     "--only-changed"]))}
     _main_line(root, WORSE)
     out["worse"] = (_champion(client), _versions(client))
     _main_line(root, BETTER)
@@ -212,3 +251,16 @@ def test_resolved_main_line_win_moves_the_champion_with_its_evidence(steps):
     assert new - old == pytest.approx(diff)
     assert len(tags["compare.commit"]) == 40
     assert len(tags["compare.per_seed_diff"].split(",")) == 2
+
+
+@pytest.mark.slow
+@needs_mirror
+def test_documented_exp_show_fits_120_columns(steps):
+    """A wide terminal (COLUMNS=400) leaves the table its natural width: the
+    README's command drops the hash columns that made it 300+ wide."""
+    width = {k: max(len(ln) for ln in out.splitlines())
+             for k, out in steps["exp show"].items()}
+    assert width["documented"] <= 120, steps["exp show"]["documented"]
+    assert width["plain"] > 120  # the hashes are what the pattern drops
+    assert "better" in steps["exp show"]["documented"]
+    assert "tune.n_trials" in steps["exp show"]["documented"]

@@ -179,6 +179,30 @@ def _evidence(verdict: dict, against: str, commit: str) -> dict[str, str]:
             "compare.commit": commit}
 
 
+def _decide(name: str, current, new_wrong: dict, test_rows: TestRows | None,
+            experiment: str | None) -> tuple[str, dict[str, str]]:
+    """``(alias, tags)`` of a new model: the rules of the module docstring,
+    ``current`` the champion's version (None if there is none yet)."""
+    from mlflow.exceptions import MlflowException
+
+    commit = _commit(experiment)
+    if experiment:
+        return CHALLENGER, {"dvc.exp_name": experiment, "dvc.exp_baseline": commit}
+    if current is None:
+        return CHAMPION, {"compare.decision": "first champion",
+                          "compare.commit": commit}
+    tags = {}
+    try:
+        verdict = compare(new_wrong, _champion_wrong(name, new_wrong, test_rows))
+    except (MlflowException, OSError, ValueError) as err:
+        # a champion that cannot score these rows (its artifacts gone, another
+        # feature count) is not beaten: it stays until promoted by hand
+        verdict = compare({}, {})
+        tags["compare.error"] = f"{type(err).__name__}: {err}"[:5000]
+    tags.update(_evidence(verdict, str(current.version), commit))
+    return (CHAMPION if verdict["wins"] else CHALLENGER), tags
+
+
 def register(dataset: str, rec: dict, new_wrong: dict[int, np.ndarray],
              test_rows: TestRows | None, *, experiment: str | None = None) -> dict:
     """Register ``rec`` (a train record with ``model_file`` and ``pyfunc_uri``)
@@ -191,7 +215,6 @@ def register(dataset: str, rec: dict, new_wrong: dict[int, np.ndarray],
     ``challenger`` or None (the version already is the champion)."""
     import mlflow
     from mlflow import MlflowClient
-    from mlflow.exceptions import MlflowException
 
     client = MlflowClient()
     name = f"{REGISTERED_PREFIX}{dataset}"
@@ -200,29 +223,12 @@ def register(dataset: str, rec: dict, new_wrong: dict[int, np.ndarray],
     if current is not None and current.tags.get(MODEL_SHA_TAG) == sha:
         return {"name": name, "version": str(current.version), "alias": None,
                 "moved": False}
-    commit = _commit(experiment)
-    tags = _version_tags(rec, dataset, sha)
-    if experiment:
-        tags.update({"dvc.exp_name": experiment, "dvc.exp_baseline": commit})
-        alias = CHALLENGER
-    elif current is None:
-        tags.update({"compare.decision": "first champion", "compare.commit": commit})
-        alias = CHAMPION
-    else:
-        try:
-            verdict = compare(new_wrong, _champion_wrong(name, new_wrong,
-                                                         test_rows))
-        except (MlflowException, OSError, ValueError) as err:
-            # a champion that cannot score these rows (its artifacts gone,
-            # another feature count) is not beaten: it stays until promoted
-            verdict = compare({}, {})
-            tags["compare.error"] = f"{type(err).__name__}: {err}"[:5000]
-        tags.update(_evidence(verdict, str(current.version), commit))
-        alias = CHAMPION if verdict["wins"] else CHALLENGER
+    alias, tags = _decide(name, current, new_wrong, test_rows, experiment)
+    tags = {**_version_tags(rec, dataset, sha), **tags}
     mv = _same_file(client, name, sha)
     if mv is None:
         mv = mlflow.register_model(rec["pyfunc_uri"], name, tags=tags)
-    else:  # an experiment's model, now reproduced on the main line
+    else:  # registered before: an experiment's or a lost comparison's model
         for k, v in tags.items():
             client.set_model_version_tag(name, mv.version, k, v)
     client.set_registered_model_alias(name, alias, mv.version)
