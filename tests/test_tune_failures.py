@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
 
 import numpy as np
 import optuna
@@ -16,6 +17,7 @@ from _pipeline import tune_cfg
 from weakkernels.pipeline.search import tune
 from weakkernels.pipeline.splits import ssl_split
 from weakkernels.pipeline.storage import save_npz
+from weakkernels.pipeline.timings import heartbeat
 from weakkernels.pipeline.tuning import (
     ALL_FAIL_STOP,
     FailureReport,
@@ -118,16 +120,23 @@ def test_study_whose_trials_all_fail_stops_early_with_the_reason(toy, monkeypatc
         _run(toy)  # N_TRIALS > ALL_FAIL_STOP: it stopped early
 
 
-def test_progress_line_when_the_interval_passed(capsys):
+def test_progress_line_every_interval_while_a_study_runs(capsys):
     study = optuna.create_study()
-    report = FailureReport("tune toy/x", study, 4, progress_s=0.0)
-    study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=4,
-                   callbacks=[report])
+    report = FailureReport("tune toy/x", study, 3)
+
+    def slow(t):
+        time.sleep(0.25)
+        return t.suggest_float("x", 0, 1)
+
+    with heartbeat(lambda: report.status, every=0.1):
+        study.optimize(slow, n_trials=3, callbacks=[report])
     lines = capsys.readouterr().out.splitlines()
-    first = study.trials[0].value
-    assert lines[0] == f"tune toy/x: 1 of 4 trials done, best {first:.4f}"
-    assert lines[-1] == f"tune toy/x: 4 of 4 trials done, best {study.best_value:.4f}"
-    quiet = FailureReport("tune toy/x", study, 8)  # the default: 30 s
-    study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=4,
-                   callbacks=[quiet])
+    assert len(lines) >= 5  # ~7 intervals of 0.1 s in 0.75 s
+    assert lines[0].startswith("tune toy/x: trials running (0 s)")
+    assert any(line.startswith("tune toy/x: 2 of 3 trials done, best ")
+               for line in lines)
+    best = study.best_value
+    assert report.status == f"tune toy/x: 3 of 3 trials done, best {best:.4f}"
+    with heartbeat(lambda: report.status):  # the default interval: 30 s
+        study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=2)
     assert capsys.readouterr().out == ""

@@ -22,6 +22,7 @@ input's tags).
 from __future__ import annotations
 
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +45,7 @@ from weakkernels.pipeline.registry import (
 )
 from weakkernels.pipeline.splits import eval_labels, resolve
 from weakkernels.pipeline.storage import save_npz
+from weakkernels.pipeline.timings import heartbeat
 from weakkernels.pipeline.tracking import (
     log_dataset_input,
     log_pyfunc,
@@ -277,6 +279,16 @@ def _with_data(groups, prepared_dir):
 
 def _train(groups, prepared_dir, splits_dir, models_dir, pred_dir, cfg, *,
            log_mlflow, pool) -> list[dict]:
+    total = sum(len(g["seeds"]) for g in groups)
+    progress = {"status": f"train: 0 of {total} fits done"}
+    with heartbeat(lambda: progress["status"]):
+        return _train_groups(groups, prepared_dir, splits_dir, models_dir, pred_dir,
+                             cfg, log_mlflow=log_mlflow, pool=pool,
+                             progress=progress, total=total)
+
+
+def _train_groups(groups, prepared_dir, splits_dir, models_dir, pred_dir, cfg, *,
+                  log_mlflow, pool, progress, total) -> list[dict]:
     import mlflow
 
     records = []
@@ -301,16 +313,37 @@ def _train(groups, prepared_dir, splits_dir, models_dir, pred_dir, cfg, *,
                     context="training", name=dataset,
                     split_name=f"{kind} seeds {','.join(map(str, seeds))}")
             for seed in seeds:
-                rec = _train_seed(model, dataset, X, y, kind, splits_dir,
-                                  models_dir, pred_dir, n_u, seed, params, fixed,
-                                  cfg, log_mlflow, scaler, pool)
-                print(f"train {model}/{dataset} nu={n_u} seed={seed}: fit "
-                      f"{rec['fit_time_s']:.3f}s (warm-up "
+                label = f"train {model}/{dataset} nu={n_u} seed={seed}"
+                progress["status"] = (f"train: {len(records)} of {total} fits "
+                                      f"done, fitting {label[6:]}")
+                # a fit's warnings go on its run (tag 'warnings') and are named
+                # on its one line, not printed one traceback line pair each
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    rec = _train_seed(model, dataset, X, y, kind, splits_dir,
+                                      models_dir, pred_dir, n_u, seed, params,
+                                      fixed, cfg, log_mlflow, scaler, pool)
+                print(f"{label}: fit {rec['fit_time_s']:.3f}s (warm-up "
                       f"{rec['compile_time_s']:.2f}s) val loss "
-                      f"{rec['val_loss']:.4f}", flush=True)
+                      f"{rec['val_loss']:.4f}{_warned(caught, rec['run_id'])}",
+                      flush=True)
                 rec["group_run_id"] = group.info.run_id if group else None
                 records.append(rec)
     return records
+
+
+def _warned(caught, run_id) -> str:
+    """`` (warned: <kinds>)`` for a fit's line; the messages to its run."""
+    if not caught:
+        return ""
+    messages = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
+    if run_id:
+        from mlflow import MlflowClient
+
+        MlflowClient().set_tag(run_id, "warnings", " | ".join(messages)[:5000])
+    kinds = sorted({w.category.__name__ for w in caught})
+    where = "; MLflow tag 'warnings'" if run_id else ""
+    return f" (warned: {', '.join(kinds)}{where})"
 
 
 def _train_seed(model, dataset, X, y, kind, splits_dir, models_dir, pred_dir, n_u,

@@ -58,6 +58,7 @@ from weakkernels.pipeline.registry import (
 from weakkernels.pipeline.splits import eval_labels, resolve, stratified_folds
 from weakkernels.pipeline.stale_runs import kill_stale_runs, process_tag
 from weakkernels.pipeline.storage import canonical_hash, sha256_file
+from weakkernels.pipeline.timings import heartbeat
 from weakkernels.pipeline.tracking import (
     log_dataset_input,
     log_resolved_params,
@@ -420,18 +421,9 @@ def _run_study(name, storage, model, dataset, X, y, split, n_u, fixed, overrides
         report = FailureReport(f"tune {model}/{dataset}", study,
                                int(cfg["n_trials"]))
         if remaining:
-            study.optimize(
-                lambda t: run_trial(
-                    t, model, X, y, split, n_u, fixed=fixed, overrides=overrides,
-                    callback_every=int(cfg["callback_every"]), seed=split_seed,
-                    log_mlflow=log_mlflow, budget=int(cfg["n_trials"]),
-                    cv_folds=folds, dataset=dataset),
-                n_trials=remaining,
-                timeout=cfg["timeout_per_study"],
-                catch=TRIAL_ERRORS,
-                callbacks=[report],
-                gc_after_trial=False,
-            )
+            with heartbeat(lambda: report.status):
+                _optimize(study, report, remaining, model, X, y, split, n_u, fixed,
+                          overrides, folds, cfg, log_mlflow, dataset)
         trials = study.get_trials(deepcopy=False)
         states = [t.state.name for t in trials]
         warned = [t for t in trials if t.user_attrs.get("warnings")]
@@ -501,6 +493,23 @@ def _run_study(name, storage, model, dataset, X, y, split, n_u, fixed, overrides
               f"({rec['validation']}; trial {bt.number}; {rec['n_complete']} "
               f"complete, {rec['n_pruned']} pruned, {rec['n_failed']} failed)")
         return rec
+
+
+def _optimize(study, report, remaining, model, X, y, split, n_u, fixed, overrides,
+              folds, cfg, log_mlflow, dataset) -> None:
+    split_seed = int(cfg["split_seed"])
+    study.optimize(
+        lambda t: run_trial(
+            t, model, X, y, split, n_u, fixed=fixed, overrides=overrides,
+            callback_every=int(cfg["callback_every"]), seed=split_seed,
+            log_mlflow=log_mlflow, budget=int(cfg["n_trials"]),
+            cv_folds=folds, dataset=dataset),
+        n_trials=remaining,
+        timeout=cfg["timeout_per_study"],
+        catch=TRIAL_ERRORS,
+        callbacks=[report],
+        gc_after_trial=False,
+    )
 
 
 def val_loss_metrics(best: dict[str, dict]) -> dict[str, dict]:

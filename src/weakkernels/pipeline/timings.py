@@ -10,6 +10,10 @@ the undeclared, gitignored ``results/timings/`` (and the report stage to
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +27,29 @@ VOLATILE = ("fit_time_s", "compile_time_s", "predict_time_s", "curve_time_s",
             "run_id", "group_run_id", "parent_run_id", "mlflow_run_id", "pyfunc_uri",
             "n_failed", "trial")
 TIMINGS_DIR = Path("results") / "timings"
+# Seconds between two progress lines of a running stage: a log that is not a
+# terminal (DVC's, CI's) shows no progress bar.
+PROGRESS_S = 30.0
+
+
+@contextlib.contextmanager
+def heartbeat(status: Callable[[], str], every: float = PROGRESS_S):
+    """Print ``status()`` every ``every`` seconds while the block runs (a
+    daemon thread; ``status`` only reads what the block updates)."""
+    stop = threading.Event()
+    t0 = time.monotonic()
+
+    def beat():
+        while not stop.wait(every):
+            print(f"{status()} ({time.monotonic() - t0:.0f} s)", flush=True)
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def is_volatile(key: str) -> bool:

@@ -72,9 +72,6 @@ GRACE_S = 60  # ... and is considered dead (FAIL) this long after its last beat
 # stops: the failure is the configuration's, not the sampled values'.
 ALL_FAIL_STOP = 3
 ERROR_ATTR = "error"  # user attribute of a trial whose fit raised: the error
-# Seconds between two progress lines of a running study (a log that is not a
-# terminal shows no progress bar).
-PROGRESS_S = 30.0
 
 
 def record_error(trial, exc: BaseException) -> str:
@@ -330,20 +327,16 @@ def open_study(
 
 class FailureReport:
     """``study.optimize`` callback: print each distinct trial error once (the
-    first trial that raised it and the parameters), a progress line when
-    :data:`PROGRESS_S` passed since the last, and stop the study when its
-    first :data:`ALL_FAIL_STOP` done trials all failed.
+    first trial that raised it and the parameters), keep :attr:`status` (the
+    trials done, the best loss: the stage's progress line), and stop the study
+    when its first :data:`ALL_FAIL_STOP` done trials all failed.
 
     ``prefix`` starts every line (``tune <model>/<dataset>``); :attr:`errors`
     maps each error text to the numbers of the trials that raised it."""
 
-    def __init__(self, prefix: str, study=None, n_trials: int | None = None, *,
-                 progress_s: float = PROGRESS_S) -> None:
-        import time
-
-        self.prefix, self.n_trials, self.progress_s = prefix, n_trials, progress_s
-        self._clock = time.monotonic
-        self._last = self._clock()
+    def __init__(self, prefix: str, study=None, n_trials: int | None = None) -> None:
+        self.prefix, self.n_trials = prefix, n_trials
+        self.status = f"{prefix}: trials running"
         self.errors: dict[str, list[int]] = {}
         for t in done_trials(study) if study is not None else ():
             if ERROR_ATTR in t.user_attrs:  # a resumed study's: not printed again
@@ -357,12 +350,10 @@ class FailureReport:
                       f"{error}", flush=True)
             self.errors.setdefault(error, []).append(trial.number)
         done = done_trials(study)
-        if self._clock() - self._last >= self.progress_s:
-            self._last = self._clock()
-            values = [t.value for t in done if t.value is not None]
-            best = f", best {min(values):.4f}" if values else ""
-            print(f"{self.prefix}: {len(done)} of {self.n_trials or '?'} trials "
-                  f"done{best}", flush=True)
+        values = [t.value for t in done if t.value is not None]
+        best = f", best {min(values):.4f}" if values else ""
+        self.status = (f"{self.prefix}: {len(done)} of {self.n_trials or '?'} "
+                       f"trials done{best}")
         if len(done) >= ALL_FAIL_STOP and all(ERROR_ATTR in t.user_attrs
                                                for t in done):
             study.stop()
