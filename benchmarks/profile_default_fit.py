@@ -45,7 +45,9 @@ sets ``validation_fraction=None`` (paper 004's C* rule, one fit).
 ``--cprofile`` also runs the fit under cProfile and keeps its top functions
 (by own time) in the result; its overhead is in that fit's seconds. The
 result, ``benchmarks/results/profile_default_fit_U<U>[_rule].json`` by
-default, is summarised in ``docs/benchmarks/profile.md``.
+default, is summarised in ``docs/benchmarks/profile.md``, whose tables
+``--tables FILE ...`` prints from result files; ``--summarise FILE``
+recomputes a file's derived figures (passes, flops, floor) from its counts.
 """
 
 from __future__ import annotations
