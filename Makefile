@@ -30,7 +30,7 @@ $(STAMP): requirements.txt pyproject.toml
 venv: $(STAMP)
 
 test: $(STAMP)
-	$(BIN)/ruff check src tests pipelines benchmarks examples docs
+	$(BIN)/ruff check src tests pipelines benchmarks examples docs tools
 	# the import layers of pyproject.toml [tool.importlinter]
 	$(BIN)/lint-imports --no-cache
 	# clone detector: no block of >= 6 repeated lines in src/
@@ -77,7 +77,7 @@ ui: $(STAMP)
 	sh pipelines/python pipelines/ui.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests pipelines benchmarks examples docs
+	$(BIN)/ruff check src tests pipelines benchmarks examples docs tools
 
 clean:
 	rm -rf .numba_cache .pytest_cache docs/_build docs/api/generated docs/auto_examples

@@ -1,4 +1,4 @@
-"""The counting spies of ``benchmarks/profile_default_fit.py`` on a tiny
+"""The counting spies of ``tools/profile_default_fit.py`` on a tiny
 problem: they count what the solver did, leave the model bit for bit the
 same, account for the fit's time and are removed afterwards."""
 
@@ -14,7 +14,7 @@ from sklearn.datasets import make_blobs
 from weakkernels import TSGS3VM
 from weakkernels._dsg.primal import PrimalSolver
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "profile_default_fit.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "tools" / "profile_default_fit.py"
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@
 One fit of ``TSGS3VM(sigma=0.0128, C=10, random_state=0)`` (defaults
 otherwise) on paper 004's MNIST Table 1.5 protocol (1 000 seeded training
 labels, 10 classes one-vs-rest, U = the first U test images then the
-remaining training images; the loader and split of ``scale_accuracy.py``),
+remaining training images; the split of the former ``scale_accuracy.py``),
 timed with spies on the solver's own functions -- no change to ``src``:
 
 * the candidate fits of the cross-validated choice (each call of
@@ -36,7 +36,7 @@ recorded too (on a shared machine they include waiting). Run with one
 thread::
 
     NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \\
-        nice -n 10 .venv/bin/python benchmarks/profile_default_fit.py \\
+        nice -n 10 .venv/bin/python tools/profile_default_fit.py \\
         --n-unlabeled 2000 [--cv | --rule] [--cprofile] [--out FILE]
 
 ``--cv`` (the default) keeps the estimator's ``validation_fraction="auto"``
@@ -44,7 +44,7 @@ thread::
 sets ``validation_fraction=None`` (paper 004's C* rule, one fit).
 ``--cprofile`` also runs the fit under cProfile and keeps its top functions
 (by own time) in the result; its overhead is in that fit's seconds. The
-result, ``benchmarks/results/profile_default_fit_U<U>[_rule].json`` by
+result, ``tools/results/profile_default_fit_U<U>[_rule].json`` by
 default, is summarised in ``docs/benchmarks/profile.md``, whose tables
 ``--tables FILE ...`` prints from result files; ``--summarise FILE``
 recomputes a file's derived figures (passes, flops, floor) from its counts.
@@ -67,24 +67,37 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
+RESULTS = ROOT / "tools" / "results"
+# the data mirror beside the clone (../shared/data/raw), or $WEAKKERNELS_DATA
+DATA = Path(os.environ.get("WEAKKERNELS_DATA", ROOT.parent / "shared/data/raw"))
 SIGMA, C = 0.0128, 10.0
 SOLVE = "solver: stage loop (other)"
 
 
 # -- the data ---------------------------------------------------------------
 def mnist_rows(n_unlabeled: int, n_labeled: int = 1000, seed: int = 0):
-    """``(X, y, X_test, y_test)`` of the Table 1.5 protocol as
-    ``scale_accuracy.py`` builds it (``y == -1``: unlabeled)."""
-    from _bases import revision  # noqa: F401  (scale_accuracy's own import)
-    from scale_accuracy import load, split, unlabeled_rows
+    """``(X, y, X_test, y_test)`` of the Table 1.5 protocol (``y == -1``:
+    unlabeled): MNIST from the checksummed registry (pixels / 255), 60 000
+    training and 10 000 test images; ``n_labeled`` seeded training labels, the
+    first ``min(U, 10 000)`` test images then the remaining training images
+    as the U unlabeled rows (the split the former ``scale_accuracy.py``
+    benchmark used, including its seeded 1 000-row validation draw, so the
+    labeled rows are the same)."""
+    from weakkernels.pipeline.datasets import DATASETS, load_raw
 
-    Xp, yp, Xt, yt, _, _, _ = load("mnist")
-    lab, parts, _ = split("mnist", yp, n_labeled, n_unlabeled, seed, Xt.shape[0])
-    XU = unlabeled_rows(parts, Xp, Xt)
-    X = np.vstack([Xp[lab], XU])
-    y = np.concatenate([yp[lab], np.full(XU.shape[0], -1)])
-    return X, y, Xt, yt
+    raw = load_raw("mnist", DATA)
+    n = DATASETS["mnist"].extra["n_train"]
+    X, y = raw.X.astype(np.float32), raw.y.astype(int)
+    Xp, yp, Xt, yt = X[:n], y[:n], X[n:], y[n:]
+    rng = np.random.default_rng(seed)
+    lab = np.sort(rng.choice(yp.size, n_labeled, replace=False))
+    rest = np.setdiff1d(np.arange(yp.size), lab)
+    rng.choice(rest, 1000, replace=False)  # the old validation draw: same stream
+    n_test = min(n_unlabeled, Xt.shape[0])
+    XU = np.vstack([Xt[:n_test], Xp[rest[: max(0, n_unlabeled - n_test)]]])
+    Xf = np.vstack([Xp[lab], XU])
+    yf = np.concatenate([yp[lab], np.full(XU.shape[0], -1)])
+    return Xf, yf, Xt, yt
 
 
 # -- the spies --------------------------------------------------------------
@@ -589,7 +602,6 @@ def main(argv=None) -> dict:
         a.summarise.write_text(json.dumps(rec, indent=1, default=float) + "\n")
         return rec
 
-    from _bases import revision
     from weakkernels import TSGS3VM
 
     info = machine()
@@ -609,9 +621,9 @@ def main(argv=None) -> dict:
     rec["gemm_rates"] = gemm_rates(rec["landmarks"], d, rec["K"])
     rec["summary"] = summarise(rec, n, d)
     rec.update(
-        command=" ".join(["benchmarks/profile_default_fit.py",
+        command=" ".join(["tools/profile_default_fit.py",
                           *(argv or sys.argv[1:])]),
-        rev=revision(), machine={**info, "loadavg_end": os.getloadavg()},
+        rev=_revision(), machine={**info, "loadavg_end": os.getloadavg()},
         protocol={"dataset": "mnist", "n_labeled": a.n_labeled,
                   "n_unlabeled": a.n_unlabeled, "seed": a.seed,
                   "estimator": f"TSGS3VM(sigma={SIGMA}, C={C}, random_state=0"
@@ -642,6 +654,17 @@ def main(argv=None) -> dict:
     return rec
 
 
+def _revision() -> str:
+    """The commit the profile ran at (``+dirty`` with uncommitted changes)."""
+    import subprocess
+
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True,
+                              text=True).stdout.strip()
+
+    dirty = "+dirty" if git("status", "--porcelain", "--", "src") else ""
+    return git("rev-parse", "--short", "HEAD") + dirty
+
+
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     main()
