@@ -250,7 +250,7 @@ def package_layers() -> list:
 
     contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())[
         "tool"]["importlinter"]["contracts"]
-    (package,) = [c for c in contracts if c["containers"] == ["weakkernels"]]
+    (package,) = [c for c in contracts if c.get("containers") == ["weakkernels"]]
     layers = [(set(re.split(r"\s*[|:]\s*", line.strip())), "|" in line or
                ":" not in line) for line in package["layers"]]
     named = set().union(*(mods for mods, _ in layers))
