@@ -49,6 +49,10 @@ def test_options_are_checked_when_built():
         SolverOptions(primal_anneal_every_row=1)
     with pytest.raises(ValueError, match="cccp_tol"):
         SolverOptions(cccp_tol=-1.0)
+    with pytest.raises(ValueError, match="primal_growth=1 must be >= 2"):
+        SolverOptions(primal_growth=1)  # the levels would never reach every row
+    with pytest.raises(ValueError, match="cccp_max_steps"):
+        SolverOptions(cccp_max_steps=0)
     with pytest.raises(TypeError):
         SolverOptions(no_such_knob=1)
     assert SolverOptions(anneal_stages=[0, 1]).anneal_stages == (0.0, 1.0)

@@ -137,6 +137,14 @@ class SolverOptions:
     sgd_diverged_factor: float = 10.0
     fused_block_bytes: int = 1 << 23
 
+    # fields below these would stall or empty the solver (a growth of 1 never
+    # reaches every row, a zero step count solves nothing)
+    _MINIMA = {"primal_start_rows": 1, "primal_growth": 2, "primal_chunk_rows": 1,
+               "cccp_max_steps": 1, "lbfgs_max_iter": 1, "lbfgs_features": 1,
+               "lbfgs_max_features": 1, "lbfgs_large_features": 1,
+               "streamed_features": 1, "nystroem_all_rows": 1,
+               "nystroem_sqrt_factor": 1, "nystroem_streamed": 1, "sgd_max_steps": 1}
+
     def __post_init__(self):
         object.__setattr__(self, "anneal_stages",
                            tuple(float(w) for w in self.anneal_stages))
@@ -151,9 +159,10 @@ class SolverOptions:
             if field.type == "int" and not isinstance(value, int):
                 raise TypeError(f"SolverOptions.{field.name}={value!r}: "
                                 "expected an int")
-            if not isinstance(value, tuple) and value < 0:
+            low = self._MINIMA.get(field.name, 0)
+            if not isinstance(value, tuple) and value < low:
                 raise ValueError(f"SolverOptions.{field.name}={value!r} "
-                                 "must be >= 0")
+                                 f"must be >= {low}")
 
     def to_dict(self) -> dict:
         """The fields as plain JSON values (a model file's ``params``)."""
