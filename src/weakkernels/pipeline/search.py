@@ -305,11 +305,12 @@ def _log_input(dataset: str, X, split: dict, seed: int) -> None:
 
 
 def estimator_code_hash() -> str:
-    """sha256 over the code a trial's loss depends on: the estimator modules
-    and the pipeline package (model factories, the validation objective, this
-    module). A study is resumed only by the code that ran its trials."""
+    """sha256 over the code a trial's loss depends on: every module of the
+    package -- the estimators, the solver package ``_dsg/``, the baselines and
+    the pipeline (model factories, the validation objective, this module). A
+    study is resumed only by the code that ran its trials."""
     pkg = Path(weakkernels.__file__).parent
-    paths = sorted(pkg.glob("*.py")) + sorted((pkg / "pipeline").glob("*.py"))
+    paths = sorted(pkg.rglob("*.py"))
     h = hashlib.sha256()
     for path in paths:
         h.update(path.relative_to(path.parents[1]).as_posix().encode() + b"\0"
