@@ -75,8 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         if uri.startswith(("http://", "https://")):
             print(f"compare the runs: open {uri.rstrip('/')}{ui_path(exp_id)}")
         else:
-            print(f"compare the runs: mlflow ui --backend-store-uri {uri} "
-                  f"--port 5000, then open http://127.0.0.1:5000{ui_path(exp_id)}")
+            print(f"compare the runs: mlflow ui --host 127.0.0.1 --port 5000 "
+                  f"--backend-store-uri {uri}, then open "
+                  f"http://127.0.0.1:5000{ui_path(exp_id)}")
     print("\n".join(summary_lines(summary)))
     return 0
 

@@ -1,6 +1,6 @@
 """``make ui``: the MLflow UI on the project's tracking store, at the runs view.
 
-Starts ``mlflow ui --backend-store-uri <the stages' store>`` on localhost and
+Starts ``mlflow ui --host 127.0.0.1 --backend-store-uri <the stages' store>`` and
 prints (and opens, where a browser is available) the experiment's runs table in
 the model-training view (``tracking.ui_path``), not MLflow's GenAI home.
 ``--dry-run`` prints the command and the address only.
@@ -30,8 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     exp_id = setup_mlflow(params["mlflow"]["experiment"], root)
     uri = tracking_uri(root)
     address = f"http://127.0.0.1:{args.port}{ui_path(exp_id)}"
-    cmd = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri,
-           "--host", "127.0.0.1", "--port", str(args.port)]
+    cmd = [sys.executable, "-m", "mlflow", "ui", "--host", "127.0.0.1",
+           "--backend-store-uri", uri, "--port", str(args.port)]
     print(f"mlflow ui --backend-store-uri {uri} --host 127.0.0.1 --port {args.port}")
     print(f"the runs: {address}", flush=True)
     if args.dry_run:

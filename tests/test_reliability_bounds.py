@@ -178,3 +178,33 @@ def test_dask_dataframe_is_fitted_as_its_array():
                                       ref.predict(X))
         with pytest.raises(ValueError, match="2-D"):
             TSGS3VM().fit(dd.from_pandas(pd.Series(X[:, 0]), npartitions=2), y)
+
+
+@pytest.mark.parametrize("fill", [0.0, 1.0], ids=["zero", "constant"])
+def test_sparse_degenerate_input_warns_without_a_dense_copy(fill, monkeypatch):
+    """The shared degenerate-input check reads a CSR X by its column ranges:
+    it warns for a zero or constant sparse X and never calls ``toarray``."""
+    import warnings
+
+    import numpy as np
+    import scipy.sparse as sp
+
+    from weakkernels import TSGS3VM
+    from weakkernels._validation import DegenerateModelWarning, check_degenerate_input
+
+    X = sp.csr_matrix(np.full((40, 3), fill))
+    Y = np.full((40, 3), fill)
+    Y[0, 0] = fill + 2.0
+    Y = sp.csr_matrix(Y)  # one row differs: no warning
+
+    def refuse(self, *a, **k):
+        raise AssertionError("densified")
+
+    for cls in (sp.csr_matrix, sp.coo_matrix, sp.csc_matrix):
+        monkeypatch.setattr(cls, "toarray", refuse)
+    word = "zero" if fill == 0 else "constant"
+    with pytest.warns(DegenerateModelWarning, match=f"X is {word}"):
+        check_degenerate_input(TSGS3VM(), X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DegenerateModelWarning)
+        check_degenerate_input(TSGS3VM(), Y)

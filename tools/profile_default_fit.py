@@ -405,7 +405,11 @@ def profile_fit(est, X, y, use_cprofile: bool = False, top: int = 30) -> dict:
         buf = io.StringIO()
         st = pstats.Stats(prof, stream=buf)
         st.sort_stats("tottime").print_stats(top)
-        out["cprofile_top"] = buf.getvalue().splitlines()
+        # file names relative to the clone and to site-packages, not this machine's
+        site = str(Path(np.__file__).resolve().parents[1]) + "/"
+        out["cprofile_top"] = [line.replace(site, "site-packages/")
+                               .replace(str(ROOT) + "/", "")
+                               for line in buf.getvalue().splitlines()]
     return out
 
 

@@ -516,9 +516,10 @@ def check_degenerate_input(estimator, X) -> None:
         return
     if sp.issparse(X):
         X = sp.csr_matrix(X)
-        if not np.array_equal(X.min(axis=0).toarray(), X.max(axis=0).toarray()):
+        # column ranges as 1 x d sparse rows: no dense copy of anything
+        if (X.min(axis=0) != X.max(axis=0)).nnz:
             return
-        first = X[0].toarray().ravel()
+        first = X[0].data  # the stored values of the (repeated) first row
     else:
         first = np.asarray(X[0])
         for r0 in range(0, X.shape[0], _CONSTANT_CHECK_ROWS):
