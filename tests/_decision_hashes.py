@@ -1,11 +1,11 @@
-"""The behaviour table of issue 52's restructuring: decision values of every
-estimator on small problems, hashed bit for bit.
+"""The behaviour table of the estimators: decision values of every estimator
+on small problems, hashed bit for bit.
 
 Each case fits one estimator on one input kind (dense float64, dense float32,
 CSR, a Dask array, a multiclass problem) at one parameter setting and records
 the SHA-256 of its float64 ``decision_function`` on fixed query rows, with
 the values themselves. The table ``tests/fixtures/decision_hashes.json`` was
-written before the first move of the restructuring;
+recorded from the code before the solver package was split out;
 ``tests/test_decision_hashes.py`` refits every case and compares: bit for bit
 on the instruction set the table was recorded with (its ``target``: numba's
 CPU name and OpenBLAS's kernels; ``make test`` pins both, as the pipeline's

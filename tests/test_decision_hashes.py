@@ -1,11 +1,11 @@
-"""Every estimator bit for bit as before issue 52's restructuring.
+"""Every estimator bit for bit as recorded in the behaviour table.
 
 The table ``tests/fixtures/decision_hashes.json`` holds each case's float64
 decision values and their SHA-256, written by ``python -m
-tests._decision_hashes --write`` before the first move. On the instruction set
-it was recorded with (``make test`` pins numba's and OpenBLAS's kernels) a
-refit must reproduce every hash; on another, every value to 1e-9 (other SIMD
-kernels sum in other orders).
+tests._decision_hashes --write`` from the code before the solver package was
+split out. On the instruction set it was recorded with (``make test`` pins
+numba's and OpenBLAS's kernels) a refit must reproduce every hash; on
+another, every value to 1e-9 (other SIMD kernels sum in other orders).
 """
 
 from __future__ import annotations
