@@ -287,6 +287,33 @@ def labeled_loss_grad(name: str, margin: np.ndarray) -> np.ndarray:
     return -np.minimum(h / _SMOOTH_DELTA, 1.0)
 
 
+def labeled_loss_curvature(name: str, margin: np.ndarray) -> np.ndarray:
+    """``d^2 l / dz^2`` of :func:`labeled_loss` (0 at and beyond the kinks:
+    the generalised Hessian of a piecewise quadratic)."""
+    h = np.maximum(0.0, 1.0 - margin)
+    if name == "hinge":
+        return np.zeros_like(h)
+    if name == "squared_hinge":
+        return 2.0 * (h > 0.0)
+    return ((h > 0.0) & (h < _SMOOTH_DELTA)) / _SMOOTH_DELTA
+
+
+def unlabeled_loss_curvature(name: str, f: np.ndarray, s: float = -0.3) -> np.ndarray:
+    """The convex part of ``u''(f)`` of :func:`unlabeled_loss`, negative
+    curvature clipped to 0 (for ``"ramp_cccp"``: of its convex majorant,
+    :func:`ramp_cccp_convex`)."""
+    if name in ("shg", "ramp"):
+        return np.zeros_like(f)
+    if name == "sshg":
+        return (np.abs(f) < 1.0).astype(np.float64)
+    if name == "da":
+        return np.maximum(0.0, (100.0 * f * f - 10.0) * np.exp(-5.0 * f * f))
+    if name == "ramp_cccp":
+        return (labeled_loss_curvature("smooth_hinge", f)
+                + labeled_loss_curvature("smooth_hinge", -f))
+    raise ValueError(f"unknown unlabeled loss {name!r}")
+
+
 def _held_out_errors(Y: np.ndarray, f: np.ndarray, rows) -> np.ndarray:
     """0/1 errors of the outputs ``f`` (m, K) on the held-out rows ``rows``
     (None: all) of targets ``Y`` (+1/-1, (n, K)), decided as ``predict``
@@ -551,6 +578,13 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
                 return (k * unlabeled_loss(uname, f, self.s).sum(),
                         k * unlabeled_loss_grad(uname, f, self.s))
 
+            def curvature(s, f, rows, m, w):
+                """The generalised second derivative of ``pointwise``."""
+                if s == 0:
+                    return C * n_l / m * labeled_loss_curvature(lname, Y[rows] * f)
+                k = C_star * w * n_u / m
+                return k * unlabeled_loss_curvature(uname, f, self.s)
+
             def loss(fs, idx, sizes, w):
                 parts = [pointwise(s, f, np.arange(f.shape[0]) if i is None else i,
                                    f.shape[0], w)
@@ -565,7 +599,7 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
                 balance_target=_ANCHORS[balance](r) if balance in _ANCHORS
                 and not sgd else r,
                 uses=lambda w: [True, w * C_star > 0] + [False] * bool(held),
-                pointwise=pointwise, outputs_on=1,
+                pointwise=pointwise, curvature=curvature, outputs_on=1,
                 majorize=majorize if cccp else None,
                 select=(2, partial(_held_out_errors, held[1])) if held else None,
                 options=opts,
