@@ -59,7 +59,7 @@ class SolverOptions:
         The minimiser of each primal solve: scipy's L-BFGS, or truncated
         Newton with a sub-sampled Hessian (:mod:`weakkernels._dsg.newton`;
         losses that give their curvature, else L-BFGS).
-    newton_max_iter : int, default=50
+    newton_max_iter : int, default=20
         Newton iterations per solve (at most ``lbfgs_max_iter`` too).
     newton_cg_max_iter : int, default=100
         Conjugate-gradient steps per Newton system.
@@ -132,7 +132,7 @@ class SolverOptions:
     primal_level_noise_fraction: float = 0.5
     primal_fold_min_rows: int | None = None
     primal_method: str = "lbfgs"
-    newton_max_iter: int = 50
+    newton_max_iter: int = 20
     newton_cg_max_iter: int = 100
     newton_cg_tol: float = 0.1
     newton_hessian_rows: int = 4096

@@ -548,6 +548,10 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
             slope[rows] = new
             return moved
 
+        # cross-validation (small problems): the held features of the
+        # unlabeled rows, built once for every fold and for the final fit
+        feature_cache = {} if isinstance(vf, Integral) else None
+
         def problem_for(XL, Y, C_star, held=None, uname=uname):
             """Eq. (1) on the labeled rows ``XL`` (targets ``Y``) and every
             unlabeled row, with the unlabeled loss ``uname``; ``held``: rows
@@ -602,7 +606,7 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
                 pointwise=pointwise, curvature=curvature, outputs_on=1,
                 majorize=majorize if cccp else None,
                 select=(2, partial(_held_out_errors, held[1])) if held else None,
-                options=opts,
+                options=opts, feature_cache=feature_cache,
             )
 
         def fit(problem, uname=uname, **kwargs):
@@ -670,6 +674,8 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
         )
         result = fit(problem_for(XL, Y, C_star, uname=uname), uname, monitor=monitor,
                      monitor_every=self.callback_every)
+        if feature_cache is not None:
+            feature_cache.clear()
         self.n_iter_ = result.n_iter
         self.objective_curve_ = result.objective_curve
         with one_blas_thread():

@@ -181,16 +181,16 @@ class _Hessian:
         mu = solver.state["mu"][:, None]
         diag = np.full((solver.D, solver.K), solver.lam)
         bias = np.zeros(solver.K)
-        for (_, hs, _), c in zip(self.sets, self.curv, strict=True):
+        for (s, hs, _), c in zip(self.sets, self.curv, strict=True):
             if c is None:
                 continue
-            chunks = getattr(hs, "chunks", None)
-            if chunks is None:
+            squares = solver.squared_chunks(s, hs)
+            if squares is None:
                 return None
-            for r0, P in zip(hs.starts, chunks, strict=True):
+            for r0, P, P2 in zip(hs.starts, hs.chunks, squares, strict=True):
                 cc = c[r0:r0 + P.shape[0]]
                 csum = cc.sum(axis=0)
-                diag += (chunk_backward(np.square(P), cc)
+                diag += (chunk_backward(P2, cc)
                          - 2.0 * mu * chunk_backward(P, cc) + mu * mu * csum)
                 bias += csum
         out = (1.0 / diag).ravel()

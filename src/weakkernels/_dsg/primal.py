@@ -142,8 +142,34 @@ class PrimalSolver:
         if make:
             return make(index, idx, cur["spec"], self.W, self.second, self.norm,
                         cache, self.pool, self.opts)
-        return _PrimalSet(self.problem, s, idx, cur["spec"], self.W, self.second,
-                          self.norm, cache, self.pool)
+        shared = self.problem.feature_cache
+        if not cache or shared is None:
+            return _PrimalSet(self.problem, s, idx, cur["spec"], self.W,
+                              self.second, self.norm, cache, self.pool)
+        # the held features of these rows, as another solve of the same fit
+        # built them (a fold, a candidate): the same bits, not built again
+        key = (id(source), id(index), id(cur["spec"]), self.n_blocks,
+               None if idx is None else (idx.size, hash(idx.tobytes())))
+        hit = shared.get(key)
+        if hit is not None and hit[0] is source and hit[1] is index and (
+                hit[2] is None if idx is None else np.array_equal(hit[2], idx)):
+            chunks = hit[3]
+        else:
+            chunks = None
+        ps = _PrimalSet(self.problem, s, idx, cur["spec"], self.W, self.second,
+                        self.norm, cache, self.pool, chunks)
+        shared[key] = (source, index, idx, ps.chunks)
+        return ps
+
+    def squared_chunks(self, s, hs):
+        """The squares of the held chunks of set ``s``'s Hessian sample
+        ``hs`` (built once per level; None if its features are not held)."""
+        if getattr(hs, "chunks", None) is None:
+            return None
+        squares = self.cur.setdefault("squared_chunks", {})
+        if s not in squares:
+            squares[s] = [np.square(P) for P in hs.chunks]
+        return squares[s]
 
     def hessian_sets(self, w):
         """``(s, point set, rows)`` of every set the loss reads at weight
@@ -184,6 +210,7 @@ class PrimalSolver:
         cur.pop("mu", None)
         cur.pop("psi_sums", None)
         cur.pop("hessian_sets", None)
+        cur.pop("squared_chunks", None)
         cur.update(level=k, idx=idx, sets=[None] * len(self.sizes), rows=rows,
                    cache=rows * self.D * self.dtype.itemsize <= self.budget,
                    spec=lspec, white=Whitening(lspec))

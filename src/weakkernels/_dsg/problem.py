@@ -100,17 +100,23 @@ class Problem:
         machine (on that level) and every stage's ``(weight, error)``.
     options : SolverOptions or None
         The solver's tunables (None: :data:`DEFAULT_OPTIONS`).
+    feature_cache : dict or None
+        L-BFGS / Newton: a dict shared by the problems of one fit (the folds
+        and candidates of a model selection): the held features of a set's
+        rows are built once and read by every solve on the same rows, basis
+        and feature count (None: each solve builds its own).
     """
 
     def __init__(self, sets, n_outputs, loss, *, lam=1.0, intercept="none",
                  balance=None, balance_set=1, balance_target=None, uses=None,
                  pointwise=None, outputs_on=None, majorize=None, select=None,
-                 moments=None, curvature=None, options=None):
+                 moments=None, curvature=None, options=None, feature_cache=None):
         if moments is not None and (int(n_outputs) != 1 or pointwise is not None
                                     or uses is not None):
             raise ValueError("a loss of the outputs' moments has one output, "
                              "reads every set and has no pointwise form")
         self.moments = moments
+        self.feature_cache = feature_cache
         self.options = DEFAULT_OPTIONS if options is None else options
         self.sets = sets
         self.select = select
