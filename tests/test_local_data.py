@@ -215,6 +215,30 @@ def test_pool_split_takes_the_own_unlabeled_rows_as_the_pool():
         pool_split(y, n_labeled=50, n_unlabeled=[40], n_val=20, n_test=60, seed=0)
 
 
+def test_the_readme_example_is_accepted_and_its_sizes_fit(tmp_path, monkeypatch):
+    """The README's "Your own data": its code writes the table, its params
+    pass the schema, its split sizes fit the table."""
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Your own data", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    conf = yaml.safe_load(re.search(r"```yaml\n(.*?)```", section, re.S).group(1))
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - our own README
+    p = project_params()
+    p["data"].update(conf["data"])
+    p["split"]["ssl"].update(conf["split"]["ssl"])
+    validate_params(p, root=tmp_path)
+    (name, entry), = conf["data"]["local"].items()
+    y, _ = encode_labels(read_local(entry, tmp_path, name=name)["y"])
+    ssl = p["split"]["ssl"]
+    for seed in p["split"]["seeds"]:
+        pool_split(y, n_labeled=ssl["n_labeled"], n_unlabeled=ssl["n_unlabeled"],
+                   n_val=ssl["n_val"], n_test=ssl["n_test"], seed=seed,
+                   transductive=ssl["transductive"])
+
+
 # ------------------------------------------------------------- end to end
 
 
