@@ -111,6 +111,36 @@ def test_names_are_checked_against_the_shipped_sets_and_the_splits(tmp_path):
         in _refused(p, tmp_path)
 
 
+def test_local_must_be_a_map_for_dvcs_foreach(tmp_path):
+    for value in (None, [], ["t.csv"]):
+        p = project_params()
+        p["data"]["local"] = value
+        assert "data.local: expected a mapping" in _refused(p, tmp_path)
+
+
+def test_make_repro_checks_the_params_before_dvc_parses_them(tmp_path):
+    """``make repro`` runs the schema check first: DVC's templating of a
+    broken entry (no ``path``) would stop with "Could not find 'item.path'"."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    recipe = (root / "Makefile").read_text().split("\nrepro:", 1)[1]
+    check, dvc = (recipe.index("-m weakkernels.pipeline.params_schema params.yaml"),
+                  recipe.index("$(BIN)/dvc repro"))
+    assert check < dvc
+    _csv(tmp_path)
+    p = _with_local(tmp_path, {"format": "csv", "label": "target"})
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(p))
+    cmd = [sys.executable, "-m", "weakkernels.pipeline.params_schema", "params.yaml"]
+    bad = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
+    assert bad.returncode == 1 and bad.stdout == ""
+    assert "data.local.mine.path: required key missing" in bad.stderr
+    p["data"]["local"]["mine"]["path"] = "t.csv"
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(p))
+    good = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
+    assert (good.returncode, good.stdout, good.stderr) == (0, "", "")
+
+
 # ------------------------------------------------------------------ at read
 
 

@@ -131,7 +131,8 @@ SIZES = T("int", list_of=True, min=1)  # unlabeled sizes: positive integers
 SCHEMA: dict[str, Any] = {
     # data.local: {<name>: {path, format, label}}, checked by
     # local_data.entry_problems (a map of the user's names, not fixed keys)
-    "data": {"datasets": T("str", list_of=True), "local": T("map", nullable=True)},
+    # (a map, never null: dvc.yaml's foreach stage iterates over it)
+    "data": {"datasets": T("str", list_of=True), "local": T("map")},
     "download": {
         "mirror": T("str", nullable=True),
         "use_network": T("bool"),
@@ -625,3 +626,24 @@ def load_params(path: str | os.PathLike = "params.yaml") -> dict[str, Any]:
     with open(path, encoding="utf-8") as fh:
         return validate_params(yaml.safe_load(fh) or {}, source=str(path),
                                root=Path(path).resolve().parent)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m weakkernels.pipeline.params_schema [params.yaml]``: check the
+    file and print nothing, or every problem and exit 1.  ``make repro`` runs
+    it before ``dvc repro``, whose own templating (``dvc.yaml``'s
+    ``${item.path}`` of a ``data.local`` entry) would otherwise meet a broken
+    entry first and name it less clearly."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        load_params(args[0] if args else "params.yaml")
+    except ParamsError as exc:
+        print(f"ERROR: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
