@@ -186,6 +186,15 @@ def test_bad_content_is_refused_at_read_naming_key_and_file(tmp_path, edit, key,
         assert w in msg, msg
 
 
+def test_a_minus_one_class_is_named_in_the_one_class_error(tmp_path):
+    df = _table()
+    df["target"] = np.where(df.target == 0, -1.0, df.target)  # classes -1 / +1
+    df.loc[390:, "target"] = np.nan
+    with pytest.raises(LocalDataError, match=r"found \[1.0\] .* rows labeled -1 "
+                                             r"count as unlabeled: recode"):
+        _read(tmp_path, df)
+
+
 def test_parquet_libsvm_and_npz_read_as_the_csv(tmp_path):
     from sklearn.datasets import dump_svmlight_file
 

@@ -190,15 +190,19 @@ def read_local(entry: Mapping, root: str | os.PathLike, *, name: str) -> dict:
                              f"values in column(s) "
                              f"{[features[j] for j in cols[:10]]}; only the label "
                              "column may be empty")
-    y = np.where(y == UNLABELED, np.nan, y)
+    minus_one = y == UNLABELED
+    y = np.where(minus_one, np.nan, y)
     if np.isinf(y).any():
         raise LocalDataError(f"{where}.label: {path}: infinite label values")
     labeled = ~np.isnan(y)
     classes = np.unique(y[labeled])
     if len(classes) < 2:
+        hint = (f" ({int(minus_one.sum())} rows labeled {UNLABELED} count as "
+                f"unlabeled: recode a class called {UNLABELED}, e.g. -1/+1 as "
+                "0/1)" if minus_one.any() else "")
         raise LocalDataError(f"{where}: {path}: the labeled rows need at least two "
                              f"classes; found {classes.tolist()} in "
-                             f"{int(labeled.sum())} labeled row(s)")
+                             f"{int(labeled.sum())} labeled row(s){hint}")
     if labeled.all():
         raise LocalDataError(f"{where}: {path}: no unlabeled row; mark unlabeled "
                              f"rows with an empty label or {UNLABELED}")
