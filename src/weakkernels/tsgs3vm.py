@@ -346,6 +346,11 @@ AUTO_VALIDATION_FRACTION = 0.1
 # k + 1 fits would cost minutes.
 AUTO_CV_MAX_ROWS = 4096
 AUTO_CV_FOLDS = 5
+# Between the two, "auto" holds out this fraction of the labels: the C*
+# candidates fitted without them face the supervised machine (C* = 0) there
+# by the one-SE rule, so no size runs the rule unchecked
+# (docs/benchmarks/solvers.md, "Model selection").
+AUTO_HELD_FRACTION = 0.2
 
 
 def resolve_validation_fraction(value, y_labeled: np.ndarray, solver: str,
@@ -387,9 +392,13 @@ def resolve_validation_fraction(value, y_labeled: np.ndarray, solver: str,
     if y_labeled.size >= AUTO_VALIDATION_MIN_LABELS:
         return (AUTO_VALIDATION_FRACTION
                 if counts.min() * AUTO_VALIDATION_FRACTION >= 1 else None)
-    if (not distributed and n_rows <= AUTO_CV_MAX_ROWS
-            and counts.min() >= AUTO_CV_FOLDS):
-        return AUTO_CV_FOLDS
+    if n_rows <= AUTO_CV_MAX_ROWS:
+        return (AUTO_CV_FOLDS if not distributed and counts.min() >= AUTO_CV_FOLDS
+                else None)
+    # a held-out part needs a label of every class on both sides
+    held = math.ceil(AUTO_HELD_FRACTION * y_labeled.size)
+    if counts.min() >= 2 and counts.size <= held <= y_labeled.size - counts.size:
+        return AUTO_HELD_FRACTION
     return None
 
 
@@ -938,8 +947,10 @@ default="auto"
         where the problem has at most :data:`AUTO_CV_MAX_ROWS` (4 096) rows
         and 5 labels of each class, a NumPy input and ``C_star > 0``
         (where the rule falls to chance on small problems, this follows
-        CCCP-TSVM); else None, paper 004's
-        rule (what was used is ``validation_fraction_``).
+        CCCP-TSVM); between the two, :data:`AUTO_HELD_FRACTION` (0.2) of
+        the labels held out against the supervised machine; None (paper
+        004's rule) only where the labels cannot be split (what was used is
+        ``validation_fraction_``).
     features : {"auto", "fourier", "nystroem"}
         The basis of the fixed expansion (TSGS3VM's default ``"auto"``,
         FRS3VM's ``"fourier"``: the paper's fixed-feature baseline).

@@ -45,7 +45,7 @@ def newton_minimize(solver, z, w, max_iter, gtol):
     nit = 0
     while nit < max_iter and np.abs(grad).max() > gtol:
         hessian.at(z)
-        d = _conjugate_gradients(hessian.product, -grad, opts.newton_cg_tol,
+        d = _conjugate_gradients(hessian.damped, -grad, opts.newton_cg_tol,
                                  opts.newton_cg_max_iter, hessian.inverse_diagonal)
         slope = float(grad @ d)
         if not slope < 0.0:  # no descent left within the arithmetic
@@ -195,7 +195,18 @@ class _Hessian:
                 bias += csum
         out = (1.0 / diag).ravel()
         if solver.state["free"]:
-            out = np.concatenate([out, 1.0 / np.maximum(bias, solver.lam)])
+            out = np.concatenate([out, 1.0 / (bias + solver.lam)])  # see damped
+        return out
+
+    def damped(self, d):
+        """``H d`` plus ``lam d`` on a free bias: the bias is not
+        regularised, and where no row has curvature (every margin past the
+        loss's quadratic part) ``H`` is singular along it; the damped
+        system's solution is still a descent direction."""
+        out = self.product(d)
+        if self.solver.state["free"]:
+            K = self.solver.K
+            out[-K:] += self.solver.lam * d[-K:]
         return out
 
     def product(self, d):
