@@ -29,8 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     params = load_params(args.params)
     root = repo_root(Path(args.params).resolve().parent)
-    rc = subprocess.run([sys.executable, "-m", "dvc", "repro", args.target],
-                        cwd=root).returncode
+    rc = subprocess.run([sys.executable, "-m", "weakkernels.pipeline.dvc_repro",
+                         args.target], cwd=root).returncode
     if rc:
         return rc
     import mlflow
