@@ -305,7 +305,8 @@ def summary_table(summary: dict, paired: dict | None = None,
              f"unlabeled points, best first. {FLAG} marks a *degenerate* model "
              "(it predicts one class, or its error is at least the majority-class "
              "error on the test set); the footnotes give the reason. "
-             f"{BEHIND} marks a semi-supervised model more than 1 pp behind `svc` "
+             f"{BEHIND} marks a semi-supervised model more than 1 pp behind "
+             f"`{REFERENCE}` "
              "on the same labels (its unlabeled term costs accuracy). Timings are "
              "not here (this file is a DVC output and must be reproducible): see "
              "`reports/timings.md`, `plots/timings/` and MLflow.", "",
@@ -348,7 +349,7 @@ def summary_table(summary: dict, paired: dict | None = None,
                 elif "behind_supervised" in e:
                     notes.append(f"{model} on {ds} (n_unlabeled = {nu}): "
                                  f"{100 * e['behind_supervised']:.2f} pp behind "
-                                 "svc on the same labels")
+                                 f"{REFERENCE} on the same labels")
                     name = f"{model} {BEHIND}[^{len(notes)}]"
                 lines.append(
                     f"| {name} | {e['test_error_mean']:.4f} +- "
