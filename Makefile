@@ -61,12 +61,15 @@ docs: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/harness.py --suite quick
 
+# dvc repro, printing a header per stage and the stages' own lines
+# (weakkernels.pipeline.dvc_repro drops DVC's echo of each command; DVC's
+# warnings and errors stay)
 repro: $(STAMP)
-	test -d .dvc || $(BIN)/dvc init --quiet
-	$(BIN)/dvc config core.analytics false
-	$(BIN)/dvc config core.check_update false
+	@test -d .dvc || $(BIN)/dvc init --quiet
+	@$(BIN)/dvc config core.analytics false
+	@$(BIN)/dvc config core.check_update false
 	@sh pipelines/python -m weakkernels.pipeline.params_schema params.yaml
-	$(BIN)/dvc repro
+	@$(BIN)/python -m weakkernels.pipeline.dvc_repro
 
 # Serve a registered version by hand (the champion alias; evaluate moves it only
 # on a resolved win): make promote MODEL=weakkernels-cod-rna VERSION=3

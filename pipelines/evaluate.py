@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     atomic_write_json(Path(args.out) / "summary.json", strip(summary))
     atomic_write_json(timings / "per_seed.json", per_seed)
     atomic_write_json(timings / "summary.json", summary)
-    atomic_write_json(args.metrics, headline(summary))
+    atomic_write_json(args.metrics, headline(summary, per_seed))
     if any(r.get("run_id") for r in per_seed):
         root = repo_root(Path(args.params).resolve().parent)
         exp_id = setup_mlflow(params["mlflow"]["experiment"], root)

@@ -17,18 +17,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from weakkernels.pipeline.evaluation import headline_metrics
 from weakkernels.pipeline.params_schema import load_params
 from weakkernels.pipeline.storage import repo_root
-
-
-def _flat(d: dict, prefix: str = "") -> dict[str, float]:
-    out: dict[str, float] = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}."))
-        elif isinstance(v, int | float) and not isinstance(v, bool):
-            out[f"{prefix}{k}"] = float(v)
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,8 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     params = load_params(args.params)
     root = repo_root(Path(args.params).resolve().parent)
-    rc = subprocess.run([sys.executable, "-m", "dvc", "repro", args.target],
-                        cwd=root).returncode
+    rc = subprocess.run([sys.executable, "-m", "weakkernels.pipeline.dvc_repro",
+                         args.target], cwd=root).returncode
     if rc:
         return rc
     import mlflow
@@ -52,10 +43,9 @@ def main(argv: list[str] | None = None) -> int:
                           else f"repro {args.target}") as run:
         mlflow.set_tags(provenance_tags(root, "repro", params))
         mlflow.set_tag("dvc.target", args.target)
-        headline = root / "metrics" / "test.json"
-        if headline.exists():
-            mlflow.log_metrics({f"test_error.{k}": v for k, v in
-                                _flat(json.loads(headline.read_text())).items()})
+        head = root / "metrics" / "test.json"
+        if head.exists():  # the names the train parent run carries
+            mlflow.log_metrics(headline_metrics(json.loads(head.read_text())))
         for name in ("summary.md", "timings.md"):  # timings.md: not a DVC output
             if (root / "reports" / name).exists():
                 mlflow.log_artifact(str(root / "reports" / name),

@@ -126,7 +126,7 @@ def test_make_repro_checks_the_params_before_dvc_parses_them(tmp_path):
     root = Path(__file__).resolve().parents[1]
     recipe = (root / "Makefile").read_text().split("\nrepro:", 1)[1]
     check, dvc = (recipe.index("-m weakkernels.pipeline.params_schema params.yaml"),
-                  recipe.index("$(BIN)/dvc repro"))
+                  recipe.index("-m weakkernels.pipeline.dvc_repro"))
     assert check < dvc
     _csv(tmp_path)
     p = _with_local(tmp_path, {"format": "csv", "label": "target"})

@@ -61,29 +61,48 @@ def _summary():
     }
 
 
+def _per_seed(summary, seeds=(1,)):
+    """One record per seed whose test error is the cell's mean."""
+    return [{"model": m, "dataset": ds, "n_unlabeled": int(nu[2:]), "seed": seed,
+             "test_error": e["test_error_mean"]}
+            for m, by_ds in summary.items() for ds, by_nu in by_ds.items()
+            for nu, e in by_nu.items() for seed in seeds]
+
+
 def test_train_parent_carries_the_comparison(store, tmp_path):
     """The train parent's row compares every model per dataset (test error and
-    AUC at the comparison size) plus the headline, so the top level of the runs
-    table shows the comparison without expanding anything."""
+    AUC at the comparison size) plus the headline of metrics/test.json, so the
+    top level of the runs table shows the comparison without expanding
+    anything."""
     import mlflow
 
-    from weakkernels.pipeline.evaluation import log_to_mlflow, parent_metrics
+    from weakkernels.pipeline.evaluation import (
+        headline,
+        headline_metrics,
+        log_to_mlflow,
+        parent_metrics,
+    )
 
     summary = _summary()
-    got = parent_metrics(summary)
+    per_seed = _per_seed(summary)
+    got = parent_metrics(summary, per_seed)
     assert got["test_error.g50c.tsgs3vm"] == 0.06
     assert got["test_auc.g50c.tsgs3vm"] == 0.98
     assert got["test_error.g50c.cccp_tsvm"] == 0.5  # degenerate, still shown
     assert got["test_error.cod-rna.cccp_tsvm"] == 0.12
     assert "test_error.cod-rna.tsgsu" not in got  # not at the comparison size
-    assert got["test_error.g50c.ours"] == 0.06  # the flagged model is not best
-    assert got["test_error.g50c.base"] == 0.2
-    assert got["test_error.cod-rna.ours"] == 0.1
+    # the headline: tsgs3vm minus svc on the same seed, as in metrics/test.json
+    assert got["headline.g50c.diff"] == pytest.approx(-0.14)
+    assert got["headline.cod-rna.diff"] == pytest.approx(-0.05)
+    assert got["headline.g50c.resolved"] == 0.0  # one seed resolves nothing
+    assert got["headline.g50c.flagged"] == 1.0  # cccp_tsvm
+    assert {k: v for k, v in got.items() if k.startswith("headline.")} \
+        == headline_metrics(headline(summary, per_seed))
 
     setup_mlflow("wk-parent", tmp_path)
     with mlflow.start_run(run_name="train") as parent:
         pass
-    log_to_mlflow([], summary, parent.info.run_id)
+    log_to_mlflow(per_seed, summary, parent.info.run_id)
     logged = store.get_run(parent.info.run_id).data
     assert logged.metrics == pytest.approx(got)
     assert logged.tags["best_model.g50c.nu500"] == "tsgs3vm"

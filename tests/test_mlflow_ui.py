@@ -1,6 +1,9 @@
 """What a user sees: `mlflow ui` on a tiny pipeline run, opened in headless
-Chromium (Debian's ``chromium``, driven by Playwright with the system browser;
-``.ci/run`` installs it), plus the store checks that need no browser.
+Chromium (the first of :data:`CHROMIUM_NAMES` on ``PATH``, e.g. Debian's
+``chromium``, driven by Playwright with that system browser; ``.ci/run``
+installs it), plus the store checks that need no browser.  Without a Chromium
+on ``PATH`` the browser tests skip, saying how to get one (README, "The two
+commands").
 
 The tiny run is the project copy of ``test_pipeline_e2e.build_project`` (two
 models, g50c and cod-rna, one trial) with the stages of ``dvc.yaml`` run in this
@@ -29,7 +32,10 @@ import yaml
 
 from test_pipeline_e2e import MIRROR, _run, build_project
 
-CHROMIUM = "/usr/bin/chromium"
+# Chromium builds Playwright can drive, by the names distributions give them
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome-stable",
+                  "google-chrome")
+CHROMIUM = next(filter(None, map(shutil.which, CHROMIUM_NAMES)), None)
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu",
                   "--disable-background-networking", "--disable-component-update",
                   "--disable-sync", "--no-first-run"]
@@ -150,9 +156,10 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def browser_page(tiny):
     """``(page, base_url)``: Chromium on ``mlflow ui`` over the tiny store."""
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no {CHROMIUM}: install Debian's chromium (apt-get install "
-                    "chromium; .ci/run does this as root)")
+    if CHROMIUM is None:
+        pytest.skip(f"no Chromium on PATH ({', '.join(CHROMIUM_NAMES)}): "
+                    "apt-get install chromium (Debian; .ci/run does this as "
+                    "root), or put any Chromium or Chrome on PATH")
     sync_api = pytest.importorskip(
         "playwright.sync_api", reason="playwright is not installed (requirements.txt)")
     port = _free_port()

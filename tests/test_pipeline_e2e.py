@@ -159,7 +159,7 @@ def test_headline_metrics_fit_a_terminal(project):
     head = json.loads((root / "metrics/test.json").read_text())
     assert set(head) == {"g50c", "cod-rna"}
     for entry in head.values():
-        assert set(entry) <= {"ours", "base", "flagged"} and "flagged" in entry
+        assert set(entry) <= {"diff", "resolved", "flagged"} and "flagged" in entry
     proc = _run([sys.executable, "-m", "dvc", "metrics", "show"], root,
                 {**project["env"], "COLUMNS": "200"})
     width = max(len(line) for line in proc.stdout.splitlines())
@@ -305,7 +305,7 @@ def test_mlflow_run_main_logs_a_non_empty_run(project):
     assert exp.artifact_location == (root / "mlartifacts" / "wk-main").as_uri()
     (run,) = mlflow.search_runs([exp.experiment_id], output_format="list")
     assert run.data.tags["pipeline.stage"] == "repro"
-    assert any(k.startswith("test_error.") for k in run.data.metrics)
+    assert any(k.startswith("headline.") for k in run.data.metrics)
     default = mlflow.get_experiment_by_name("Default")
     assert default is None or not mlflow.search_runs([default.experiment_id],
                                                      output_format="list")

@@ -51,34 +51,50 @@ def _fake(rng):
     return per_seed, summary
 
 
-def test_headline_is_small_and_skips_flagged_models():
+def test_headline_sets_the_flagship_against_svc_on_the_same_splits():
+    """Per dataset: the flagship's paired difference against svc at the size
+    most models share, the report's resolved mark, the flagged count; no
+    best-of-many (a better baseline or peer does not enter it)."""
+    from weakkernels.pipeline.comparison import (
+        HEADLINE_MODEL,
+        REFERENCE,
+        paired_differences,
+    )
+
     per_seed, summary = _fake(np.random.default_rng(0))
-    head = headline(summary)
+    summary["s2auc_exact"] = {"cod-rna": {"nu2000": {
+        "n_seeds": 2, "degenerate": False, "test_error_mean": 0.001}}}
+    head = headline(summary, per_seed)
     assert set(head) == {"g50c", "cod-rna"}
     for entry in head.values():
-        assert set(entry) == {"ours", "base", "flagged"}
+        assert set(entry) == {"diff", "resolved", "flagged"}
     assert head["g50c"]["flagged"] == 1 and head["cod-rna"]["flagged"] == 0
-    base_g50c = [summary[m]["g50c"]["nu500"]["test_error_mean"]
-                 for m in ("self_training", "label_spreading", "rff_sgd")]
-    assert head["g50c"]["base"] == pytest.approx(min(base_g50c), abs=1e-4)
-    # cod-rna's comparison size is the one nine models share, not tsgsu's alone.
-    ours = [summary[m]["cod-rna"]["nu2000"]["test_error_mean"]
-            for m in ("tsgs3vm", "frs3vm", "qsgs2auc", "cccp_tsvm", "ramp_svm")]
-    assert head["cod-rna"]["ours"] == pytest.approx(min(ours), abs=1e-4)
+    # cod-rna's comparison size is the one nine models share, not tsgsu's alone
+    err = {(r["model"], r["seed"]): r["test_error"] for r in per_seed
+           if r["dataset"] == "cod-rna" and r["n_unlabeled"] == 2000}
+    diff = np.mean([err[HEADLINE_MODEL, s] - err[REFERENCE, s] for s in (1, 2)])
+    assert head["cod-rna"]["diff"] == pytest.approx(diff, abs=1e-4)
+    # the report's computation, not a second one
+    mean, _, _, resolved = paired_differences(per_seed)[
+        (HEADLINE_MODEL, "cod-rna", 2000)]
+    assert head["cod-rna"] == {"diff": round(mean, 4), "resolved": resolved,
+                               "flagged": 0}
 
 
-def test_headline_counts_the_papers_peers_with_the_baselines():
-    """s2auc_exact / pnu_auc / susl are saved like our models but are the
-    papers' baselines: a peer better than everything else is ``base``."""
-    _, summary = _fake(np.random.default_rng(0))
-    for peer in ("s2auc_exact", "pnu_auc"):
-        summary[peer] = {"cod-rna": {"nu2000": {
-            "n_seeds": 2, "degenerate": False, "test_error_mean": 0.001,
-            "test_error_std": 0.0, "fit_time_s_mean": 1.0,
-            "predict_time_s_mean": 0.01}}}
-    head = headline(summary)
-    assert head["cod-rna"]["base"] == pytest.approx(0.001)
-    assert head["cod-rna"]["ours"] > 0.01
+def test_headline_marks_a_resolved_difference_and_skips_a_missing_flagship():
+    per_seed, summary = _fake(np.random.default_rng(0))
+    for r in per_seed:  # tsgs3vm 5 pp better than svc on every cod-rna split
+        if r["model"] == "tsgs3vm" and r["dataset"] == "cod-rna":
+            ref = next(q for q in per_seed if q["model"] == "svc" and
+                       q["dataset"] == "cod-rna" and q["seed"] == r["seed"]
+                       and q["n_unlabeled"] == r["n_unlabeled"])
+            r["test_error"] = ref["test_error"] - 0.05 - 0.001 * r["seed"]
+    head = headline(summary, per_seed)
+    assert head["cod-rna"]["resolved"] is True
+    assert head["cod-rna"]["diff"] == pytest.approx(-0.0515)
+    no_flagship = [r for r in per_seed if r["model"] != "tsgs3vm"]
+    del summary["tsgs3vm"]
+    assert headline(summary, no_flagship)["g50c"] == {"flagged": 1}
 
 
 def test_summary_has_a_table_per_size_and_flags_with_footnotes():

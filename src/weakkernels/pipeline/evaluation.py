@@ -5,9 +5,12 @@ checks that every saved model file reloads (``weakkernels.load``) and reproduces
 its test scores, flags degenerate models, and writes
 
 * ``metrics/test.json`` -- the headline, small enough for ``dvc metrics show``
-  and ``dvc exp show``: per dataset, the best mean test error of our models and
-  of the baselines at the comparison size, and the number of flagged models
-  (DVC ``metrics:``; no timings, which change on every run);
+  and ``dvc exp show``: per dataset, like with like -- the flagship
+  (:data:`~weakkernels.pipeline.comparison.HEADLINE_MODEL`) against ``svc`` on
+  the same labels and splits, their paired mean difference of test error
+  (``diff``, negative: the flagship errs less) and whether the seeds resolve it
+  (``resolved``), and the number of flagged models (DVC ``metrics:``; no
+  timings, which change on every run);
 * ``<out>/summary.json`` -- mean and std over seeds per model / dataset /
   unlabeled size and the degenerate flags (for the report stage);
 * ``<out>/per_seed.json`` -- one record per run;
@@ -30,10 +33,11 @@ balanced error of 38 %, BENCHMARKS.md).
 
 The same values go to MLflow with the ``test_`` prefix: per seed into the seed
 run, means into the model x dataset x n_unlabeled run, and the comparison (each
-model's mean test error / AUC per dataset, :func:`parent_metrics`) into the
-``train`` parent run.  Each dataset's best servable classifier is registered
-in MLflow's model registry as a version of ``weakkernels-<dataset>``; its
-alias ``champion`` (what is served) moves only on purpose
+model's mean test error / AUC per dataset and the headline,
+:func:`parent_metrics`) into the ``train`` parent run.  Each dataset's best
+servable classifier is registered in MLflow's model registry as a version of
+``weakkernels-<dataset>``; its alias ``champion`` (what is served) moves only
+on purpose
 (:func:`champions`, :func:`register_champions`, :mod:`.promotion`).
 """
 
@@ -44,6 +48,11 @@ from pathlib import Path
 import numpy as np
 
 from weakkernels.pipeline.common import load_prepared
+from weakkernels.pipeline.comparison import (
+    HEADLINE_MODEL,
+    REFERENCE,
+    paired_differences,
+)
 from weakkernels.pipeline.promotion import experiment_name, register
 from weakkernels.pipeline.registry import MODELS, load_model, scores
 from weakkernels.pipeline.storage import load_npz
@@ -51,7 +60,8 @@ from weakkernels.pipeline.storage import load_npz
 __all__ = ["BEHIND_SUPERVISED",
            "behind_supervised", "champions", "check_reloads",
            "comparison_size", "degenerate_reason", "evaluate",
-           "headline", "log_to_mlflow", "parent_metrics", "register_champions",
+           "headline", "headline_metrics", "log_to_mlflow", "parent_metrics",
+           "register_champions",
            "summary_lines", "served_test_rows", "test_metrics"]
 
 
@@ -89,15 +99,15 @@ def degenerate_reason(y_true, y_pred) -> str | None:
 # as behind SVC on the same labels: well above the default report's seed
 # noise between equal machines (0.1 pp, one test point in 2 000 per seed).
 BEHIND_SUPERVISED = 0.01
-SUPERVISED = "svc"
 
 
 def behind_supervised(summary: dict) -> dict[tuple[str, str, str], float]:
     """``{(model, dataset, "nu<n>"): gap}`` for every semi-supervised model
     (task ``"ssl"``, fitted on unlabeled rows too) whose mean test error is
-    more than :data:`BEHIND_SUPERVISED` above ``svc``'s in the same cell."""
+    more than :data:`BEHIND_SUPERVISED` above ``svc``'s
+    (:data:`~weakkernels.pipeline.comparison.REFERENCE`) in the same cell."""
     out = {}
-    for ds, by_nu in summary.get(SUPERVISED, {}).items():
+    for ds, by_nu in summary.get(REFERENCE, {}).items():
         for nu, base in by_nu.items():
             if base.get("degenerate"):  # no baseline to be behind
                 continue
@@ -105,7 +115,7 @@ def behind_supervised(summary: dict) -> dict[tuple[str, str, str], float]:
                 spec = MODELS.get(model)
                 e = by_ds.get(ds, {}).get(nu)
                 if (e is None or spec is None or spec.task != "ssl"
-                        or spec.labeled_only or model == SUPERVISED):
+                        or spec.labeled_only or model == REFERENCE):
                     continue
                 gap = e["test_error_mean"] - base["test_error_mean"]
                 if gap > BEHIND_SUPERVISED:
@@ -128,13 +138,12 @@ def comparison_size(summary: dict, dataset: str) -> tuple[str, list[str]]:
     return nu, sizes[nu]
 
 
-def parent_metrics(summary: dict) -> dict[str, float]:
+def parent_metrics(summary: dict, per_seed: list[dict]) -> dict[str, float]:
     """The comparison in one row: per dataset, each model's mean test error
     (``test_error.<dataset>.<model>``) and AUC (``test_auc.<dataset>.<model>``)
-    at the comparison size, and the headline's best of ours / of the baselines
-    (``test_error.<dataset>.ours`` / ``.base``).  Logged into the ``train``
-    parent run, whose row in the MLflow UI then compares every model without
-    expanding its children."""
+    at the comparison size, and the headline (:func:`headline_metrics`).
+    Logged into the ``train`` parent run, whose row in the MLflow UI then
+    compares every model without expanding its children."""
     out: dict[str, float] = {}
     for ds in _datasets(summary):
         nu, models = comparison_size(summary, ds)
@@ -142,34 +151,53 @@ def parent_metrics(summary: dict) -> dict[str, float]:
             for key in ("test_error", "test_auc"):
                 if f"{key}_mean" in summary[m][ds][nu]:
                     out[f"{key}.{ds}.{m}"] = summary[m][ds][nu][f"{key}_mean"]
-    for ds, entry in headline(summary).items():
-        for group in ("ours", "base"):
-            if group in entry:
-                out[f"test_error.{ds}.{group}"] = entry[group]
+    out.update(headline_metrics(headline(summary, per_seed)))
     return out
 
 
-def headline(summary: dict) -> dict:
-    """Per dataset: best mean test error of our models (``ours``) / of the
-    baselines and the papers' peers (``base``) at the unlabeled size most
-    models share (ties: the
-    largest; the report names it), and the number of degenerate model x size
-    entries (``flagged``).  Flagged models do not count as best.  Six numbers
-    for two datasets: ``dvc metrics show`` stays within 120 columns."""
+def _headline_size(summary: dict, paired: dict, dataset: str) -> str | None:
+    """The unlabeled size of the headline: the comparison size if the flagship
+    and the reference both ran there, else the largest size they share."""
+    shared = [nu for nu in summary.get(HEADLINE_MODEL, {}).get(dataset, {})
+              if (HEADLINE_MODEL, dataset, int(nu[2:])) in paired]
+    if not shared:
+        return None
+    nu, _ = comparison_size(summary, dataset)
+    return nu if nu in shared else max(shared, key=lambda k: int(k[2:]))
+
+
+def headline(summary: dict, per_seed: list[dict]) -> dict:
+    """Per dataset, like with like: the flagship
+    (:data:`~weakkernels.pipeline.comparison.HEADLINE_MODEL`) against the
+    supervised machine on the same labels and splits
+    (:data:`~weakkernels.pipeline.comparison.REFERENCE`) at the unlabeled size
+    most models share (:func:`_headline_size`).  ``diff``: the mean over seeds
+    of the flagship's test error minus the reference's on the same split
+    (negative: the flagship errs less); ``resolved``: the seeds resolve it (the
+    report's mark, :func:`~weakkernels.pipeline.comparison.paired_differences`);
+    ``flagged``: the number of degenerate model x size entries of the dataset.
+    A dataset where the two did not both run has ``flagged`` only.  Three
+    values per dataset: ``dvc metrics show`` stays within 120 columns for
+    two datasets."""
+    paired = paired_differences(per_seed)
     out: dict = {}
     for ds in _datasets(summary):
-        nu, models = comparison_size(summary, ds)
         entry: dict = {}
-        for group, ours in (("ours", True), ("base", False)):
-            errs = [summary[m][ds][nu]["test_error_mean"] for m in models
-                    if (MODELS[m].ours and not MODELS[m].peer) == ours
-                    and not summary[m][ds][nu].get("degenerate")]
-            if errs:
-                entry[group] = round(min(errs), 4)
+        nu = _headline_size(summary, paired, ds)
+        if nu is not None:
+            mean, _, _, resolved = paired[(HEADLINE_MODEL, ds, int(nu[2:]))]
+            entry.update(diff=round(mean, 4), resolved=resolved)
         entry["flagged"] = sum(bool(e.get("degenerate")) for by_ds in summary.values()
                                for e in by_ds.get(ds, {}).values())
         out[ds] = entry
     return out
+
+
+def headline_metrics(head: dict) -> dict[str, float]:
+    """:func:`headline` as MLflow metrics: ``headline.<dataset>.<key>``
+    (``resolved`` as 1.0 / 0.0)."""
+    return {f"headline.{ds}.{k}": float(v) for ds, entry in head.items()
+            for k, v in entry.items()}
 
 
 def evaluate(runs: list[dict], pred_dir, prepared_dir=None, *, check_reload=True):
@@ -266,7 +294,8 @@ def log_to_mlflow(per_seed, summary, parent_run_id=None) -> None:
         for k, (model, _) in best.items():
             client.set_tag(parent_run_id, k, model)
         client.log_batch(parent_run_id, metrics=[
-            Metric(k, float(v), now, 0) for k, v in parent_metrics(summary).items()])
+            Metric(k, float(v), now, 0)
+            for k, v in parent_metrics(summary, per_seed).items()])
 
 
 def champions(runs: list[dict], per_seed: list[dict]) -> dict[str, dict]:

@@ -46,7 +46,12 @@ from pathlib import Path
 import numpy as np
 
 from weakkernels.pipeline.storage import repo_root, sha256_file
-from weakkernels.pipeline.tracking import main_repo_root, provenance_tags, tracking_uri
+from weakkernels.pipeline.tracking import (
+    main_repo_root,
+    provenance_tags,
+    tracking_uri,
+    without_registry_lines,
+)
 
 __all__ = ["CHALLENGER", "CHAMPION", "MODEL_SHA_TAG", "REGISTERED_PREFIX",
            "RESOLVED_SE",
@@ -227,7 +232,8 @@ def register(dataset: str, rec: dict, new_wrong: dict[int, np.ndarray],
     tags = {**_version_tags(rec, dataset, sha), **tags}
     mv = _same_file(client, name, sha)
     if mv is None:
-        mv = mlflow.register_model(rec["pyfunc_uri"], name, tags=tags)
+        with without_registry_lines():  # evaluate prints its own line
+            mv = mlflow.register_model(rec["pyfunc_uri"], name, tags=tags)
     else:  # registered before: an experiment's or a lost comparison's model
         for k, v in tags.items():
             client.set_model_version_tag(name, mv.version, k, v)

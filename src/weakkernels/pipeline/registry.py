@@ -87,7 +87,7 @@ class ModelSpec:
     labeled_only: bool = False  # fits on the labeled rows only (baselines)
     ours: bool = False  # has to_bytes()/save() and loads with weakkernels.load
     peer: bool = False  # a paper's baseline built here: saved like ours, but
-    #                     counted with the baselines in the headline metrics
+    #                     a comparison, not one of the papers' methods
     defaults: dict = field(default_factory=dict)
     # Classes whose constructor defaults seed the study's first trial
     # (start_params); the first class naming a searched parameter wins.

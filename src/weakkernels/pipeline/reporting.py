@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from weakkernels.pipeline.comparison import REFERENCE, paired_differences
 from weakkernels.pipeline.storage import atomic_write, atomic_write_text, load_npz
 from weakkernels.pipeline.timings import merge_runs
 
@@ -265,35 +266,8 @@ def flagged_cells(summary: dict) -> set[tuple[str, str, int]]:
             if e.get("degenerate")}
 
 
-REFERENCE = "svc"  # the paired differences are against this model
 RESOLVED = "✓"  # the paired difference is larger than its seeds resolve
 NONFINITE = "∅"  # some test scores are NaN or infinite
-
-
-def paired_differences(per_seed, reference: str = REFERENCE) -> dict:
-    """``{(model, dataset, n_unlabeled): (mean, sd, n, resolved)}``: the test
-    error of ``model`` minus the reference's on the same split (seed), over
-    the seeds both ran. ``resolved``: at least two seeds and the mean's 95 %
-    t interval excludes 0 (``|mean| > t_{0.975, n-1} sd / sqrt(n)``); with two
-    seeds ``t`` is 12.7, so only a large, consistent difference is marked."""
-    from scipy.stats import t as student_t
-
-    ref = {(r["dataset"], int(r["n_unlabeled"]), r["seed"]): r["test_error"]
-           for r in per_seed if r["model"] == reference}
-    diffs: dict[tuple, list[float]] = defaultdict(list)
-    for r in per_seed:
-        key = (r["dataset"], int(r["n_unlabeled"]), r["seed"])
-        if r["model"] != reference and key in ref:
-            diffs[(r["model"], key[0], key[1])].append(r["test_error"] - ref[key])
-    out = {}
-    for cell, d in diffs.items():
-        d = np.asarray(d)
-        n, mean = d.size, float(d.mean())
-        sd = float(d.std(ddof=1)) if n >= 2 else float("nan")
-        resolved = n >= 2 and abs(mean) > (
-            student_t.ppf(0.975, n - 1) * sd / np.sqrt(n))
-        out[cell] = (mean, sd, n, bool(resolved))
-    return out
 
 
 def non_finite_scores(runs, pred_dir) -> dict:
@@ -331,7 +305,8 @@ def summary_table(summary: dict, paired: dict | None = None,
              f"unlabeled points, best first. {FLAG} marks a *degenerate* model "
              "(it predicts one class, or its error is at least the majority-class "
              "error on the test set); the footnotes give the reason. "
-             f"{BEHIND} marks a semi-supervised model more than 1 pp behind `svc` "
+             f"{BEHIND} marks a semi-supervised model more than 1 pp behind "
+             f"`{REFERENCE}` "
              "on the same labels (its unlabeled term costs accuracy). Timings are "
              "not here (this file is a DVC output and must be reproducible): see "
              "`reports/timings.md`, `plots/timings/` and MLflow.", "",
@@ -374,7 +349,7 @@ def summary_table(summary: dict, paired: dict | None = None,
                 elif "behind_supervised" in e:
                     notes.append(f"{model} on {ds} (n_unlabeled = {nu}): "
                                  f"{100 * e['behind_supervised']:.2f} pp behind "
-                                 "svc on the same labels")
+                                 f"{REFERENCE} on the same labels")
                     name = f"{model} {BEHIND}[^{len(notes)}]"
                 lines.append(
                     f"| {name} | {e['test_error_mean']:.4f} +- "

@@ -124,8 +124,8 @@ def run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
         claim_trial(trial, budget)
     # Warnings of a trial's fits (a degenerate model for a bad configuration, a
     # solver that did not converge) describe that trial: they are stored with it
-    # (Optuna user attribute and MLflow tag ``warnings``) and summarised once per
-    # study by _run_study, instead of one stderr line per trial.
+    # (Optuna user attribute and MLflow tag ``warnings``) and counted on the
+    # study's one line by _run_study, instead of one stderr line per trial.
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -427,20 +427,21 @@ def _run_study(name, storage, model, dataset, X, y, split, n_u, fixed, overrides
                           overrides, folds, cfg, log_mlflow, dataset)
         trials = study.get_trials(deepcopy=False)
         states = [t.state.name for t in trials]
+        # named on the study's one line; the messages are on each trial
         warned = [t for t in trials if t.user_attrs.get("warnings")]
-        if warned:
-            kinds = sorted({m.split(":", 1)[0] for t in warned
-                            for m in t.user_attrs["warnings"]})
-            print(f"tune {model}/{dataset}: {len(warned)} of {len(trials)} trials "
-                  f"warned ({', '.join(kinds)}); the messages are in each trial's "
-                  f"user_attrs['warnings'] and MLflow tag 'warnings'")
+        kinds = sorted({m.split(":", 1)[0] for t in warned
+                        for m in t.user_attrs["warnings"]})
+        warned_note = (f"; {len(warned)} of {len(trials)} trials warned "
+                       f"({', '.join(kinds)}: user_attrs['warnings'], MLflow tag "
+                       "'warnings')") if warned else ""
         try:
             bt = study.best_trial
         except ValueError as exc:
             raise RuntimeError(
                 f"tune {model}/{dataset}: no trial completed "
                 f"({states.count('PRUNED')} pruned, {states.count('FAIL')} "
-                f"failed: {report.summary() or 'killed'}); study {name}"
+                f"failed: {report.summary() or 'killed'}){warned_note}; "
+                f"study {name}"
             ) from exc
         # Values fixed through tune.space (scalars) are not trial parameters, but
         # train needs them too.
@@ -492,7 +493,8 @@ def _run_study(name, storage, model, dataset, X, y, split, n_u, fixed, overrides
                   "machine")
         print(f"tune {model}/{dataset}: best val loss {rec['val_loss']:.4f} "
               f"({rec['validation']}; trial {bt.number}; {rec['n_complete']} "
-              f"complete, {rec['n_pruned']} pruned, {rec['n_failed']} failed)")
+              f"complete, {rec['n_pruned']} pruned, {rec['n_failed']} failed)"
+              f"{warned_note}")
         return rec
 
 

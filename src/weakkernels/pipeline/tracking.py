@@ -13,11 +13,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import io
 import json
 import os
 import platform
+import re
 import socket
 import subprocess
+import sys
 import warnings
 from importlib import metadata
 from pathlib import Path
@@ -50,6 +53,7 @@ __all__ = [
     "process_tag",
     "provenance_tags",
     "quiet_mlflow",
+    "without_registry_lines",
     "resolved_params",
     "setup_mlflow",
     "split_counts",
@@ -215,6 +219,29 @@ def quiet_mlflow() -> None:
     if not os.environ.get("MLFLOW_LOGGING_LEVEL"):
         for name in ("mlflow", "alembic"):
             logging.getLogger(name).setLevel(logging.WARNING)
+
+
+# The lines mlflow.register_model prints for every version (MLflow's
+# ``eprint`` to stderr, which the logger levels of quiet_mlflow do not reach);
+# evaluate prints its own line per registered model.
+_REGISTRY_LINES = re.compile(
+    r"(Successfully registered model |Registered model .* already exists\. "
+    r"Creating a new version|Created version ')")
+
+
+@contextlib.contextmanager
+def without_registry_lines():
+    """Drop MLflow's "Successfully registered model" / "Created version"
+    lines written to stderr inside the block; anything else written there (a
+    warning) is passed on after it."""
+    buf = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(buf):
+            yield
+    finally:
+        sys.stderr.write("".join(
+            line for line in buf.getvalue().splitlines(keepends=True)
+            if not _REGISTRY_LINES.match(line)))
 
 
 def _declare_kind(exp_id: str) -> None:
