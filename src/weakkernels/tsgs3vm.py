@@ -30,51 +30,32 @@ from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold, train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
 
-from weakkernels._artifact import ArtifactMixin, register
+from weakkernels._artifact import register
+from weakkernels._base import FitData, RandomFeatureClassifier
 from weakkernels._calibration import fit_platt, platt_proba
-from weakkernels._dask import dask_inputs, is_dask_collection, map_rows
+from weakkernels._dask import is_dask_collection, map_rows
 from weakkernels._dsg import (
-    BASIS_CONSTRAINTS,
-    DSG_CONSTRAINTS,
-    EXPANSION_CONSTRAINTS,
     SCHEDULES,
     FunctionalModel,
     Problem,
-    callback_monitor,
     check_sgd_curve,
     default_blocks,
-    expansion_basis,
-    expansion_state,
-    fit_expansion,
-    iteration_budget,
     seeded_sample,
-    set_expansion_state,
     step_size,
 )
 from weakkernels._options import options_of
-from weakkernels._plan import check_plan, plan_fit
 from weakkernels._selection import c_star_rule, one_se_stage
-from weakkernels._threads import one_blas_thread
 from weakkernels._validation import (
     LabeledScoreMixin,
-    check_divergence,
     check_fitted_model,
     check_unlabeled_predictions,
-    validate_predict,
     validate_semi_supervised,
 )
-from weakkernels.kernels import resolve_sigma
-from weakkernels.random_features import (
-    NystromSpec,
-    as_compute_rows,
-    seed_from_random_state,
-)
+from weakkernels.random_features import as_compute_rows
 
 UNLABELED_LOSSES = ("shg", "sshg", "ramp", "da", "ramp_cccp")
 
@@ -366,14 +347,13 @@ def resolve_validation_fraction(value, y_labeled: np.ndarray, solver: str,
     return None
 
 
-_COMMON_CONSTRAINTS = {
-    **DSG_CONSTRAINTS,
+# the S3VMs' own parameters (the shared ones: weakkernels._base)
+_S3VM_CONSTRAINTS = {
     "C": [Interval(Real, 0, None, closed="neither")],
     "C_star": [Interval(Real, 0, None, closed="left"), None],
     "loss": [StrOptions(set(LABELED_LOSSES))],
     "unlabeled_loss": [StrOptions({*UNLABELED_LOSSES, "auto"})],
     "s": [Interval(Real, None, 1, closed="neither")],
-    "n_passes": [Interval(Real, 0, None, closed="neither")],
     "learning_rate": [StrOptions(set(SCHEDULES))],
     "balance": [StrOptions({"auto", "mean", "quantile", "none", "supervised",
                             "clipped"}),
@@ -382,125 +362,91 @@ _COMMON_CONSTRAINTS = {
     "validation_fraction": [Interval(Real, 0, 1, closed="neither"),
                             Interval(Integral, 2, None, closed="left"),
                             StrOptions({"auto"}), None],
-    **BASIS_CONSTRAINTS,
 }
 
 
-class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
-    """Shared fit/predict of TSGS3VM and FRS3VM (they differ in the feature layout)."""
+class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
+    """Shared fit/predict of TSGS3VM and FRS3VM (they differ in the feature
+    layout): paper 000 Eq. (1) on labeled (``y`` a class) and unlabeled
+    (``y == -1``) rows."""
 
-    _parameter_constraints = dict(_COMMON_CONSTRAINTS)
-    # the parameter of the feature budget, named by the pre-fit plan's refusal
-    _size_param = "max_features"
+    _divergence_hint = "eta0 (step size) or C"
+    _keep_float32 = True
 
-    # -- subclass hooks --------------------------------------------------------
-    def _layout(self, n_rows: int, set_sizes, d: int) -> tuple[int, int]:
-        """Return ``(block_size, max_blocks)`` for ``n_rows`` training rows of
-        ``d`` columns in sets of ``set_sizes`` (labeled, unlabeled)."""
-        raise NotImplementedError
-
-    def _features_given(self) -> bool:
-        """Whether the user fixed the feature count (else the default rule)."""
-        raise NotImplementedError
-
-    # -- fit ---------------------------------------------------------------
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Fit on labeled and unlabeled samples.
-
-        Parameters
-        ----------
-        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
-            Sparse input (CSR, CSC, COO) is used as CSR and never densified:
-            the random-feature projections of its rows are computed from the
-            stored entries (:func:`weakkernels.random_features.csr_project`).
-        y : array-like of shape (n_samples,)
-            Class labels; ``-1`` marks an unlabeled sample (scikit-learn's
-            semi-supervised convention). At least two labeled classes and at
-            least one unlabeled sample are required.
-        """
-        X, y = dask_inputs(X, y)  # a dask X: rows stay on the workers
+    # -- fit hooks (RandomFeatureClassifier) --------------------------------
+    def _fit_data(self, X, y) -> FitData:
         X, y, labeled, classes = validate_semi_supervised(
             self, X, y, keep_float32=True, accept_sparse=True
         )
         self.classes_ = classes
-        dtype = np.dtype(self.dtype)
         # Only the (few) labeled rows are copied; unlabeled rows are gathered
         # from X by index, so X may be a memory-mapped file larger than RAM
         # (out-of-core training).
         idx_u = np.flatnonzero(~labeled)
-        XL = as_compute_rows(X[labeled], dtype)
+        XL = as_compute_rows(X[labeled], np.dtype(self.dtype))
         yl = y[labeled]
-        n_l, n_u = XL.shape[0], idx_u.size
-        K = 1 if classes.size == 2 else classes.size
-        opts = options_of(self)
-        B, max_blocks = self._layout(X.shape[0], (n_l, n_u), X.shape[1])
-        # bytes and steps from the shapes, refused before anything is allocated
-        self.fit_plan_ = check_plan(self, plan_fit(
-            self, n_rows=X.shape[0], n_features_in=X.shape[1], n_outputs=K,
-            block_size=B, max_blocks=max_blocks, n_iter=iteration_budget(
-                self.solver, self.max_iter, self.n_passes, n_u, self.batch_size,
-                opts=opts),
-            features_given=self._features_given(), batch_rows=2 * self.batch_size,
-            n_labeled=n_l, size_param=self._size_param),
-            np.unique(yl, return_counts=True)[1])
-        # +1/-1 targets per output: binary uses classes_[1] as the positive class,
-        # multiclass is one-vs-rest over shared features and shared unlabeled data.
+        return FitData(
+            X=X, set_sizes=(XL.shape[0], idx_u.size), n_columns=X.shape[1],
+            first=(X, np.flatnonzero(labeled)), rest=(X, idx_u),
+            n_outputs=1 if classes.size == 2 else classes.size,
+            label_counts=np.unique(yl, return_counts=True)[1],
+            n_labeled=XL.shape[0], XL=XL, yl=yl, idx_u=idx_u)
+
+    def _prepare(self, data: FitData) -> None:
+        """The targets, the resolved defaults and C*."""
+        K, yl, classes = data.n_outputs, data.yl, self.classes_
+        # +1/-1 targets per output: binary uses classes_[1] as the positive
+        # class, multiclass is one-vs-rest over shared features and shared
+        # unlabeled data.
         if K == 1:
-            Y = np.where(yl == classes[1], 1.0, -1.0)[:, None]
+            data.Y = np.where(yl == classes[1], 1.0, -1.0)[:, None]
         else:
-            Y = np.where(yl[:, None] == classes[None, :], 1.0, -1.0)
+            data.Y = np.where(yl[:, None] == classes[None, :], 1.0, -1.0)
         # Balancing constraint (paper 004 Eq. 1.13): mean f on U = mean y on L.
-        r = Y.mean(axis=0)
+        data.r = data.Y.mean(axis=0)
         self.unlabeled_loss_ = resolve_auto("unlabeled_loss", self.unlabeled_loss, K)
         self.balance_ = resolve_auto("balance", self.balance, K)
-        C = float(self.C)
+        n_l, n_u = data.set_sizes
         # Paper 004's rule C* = C L / U (per-point weights): the unlabeled term
         # as a whole weighs as much as the labeled one.
-        C_star = c_star_rule(C, n_l, n_u) if self.C_star is None else float(self.C_star)
+        C_star = (c_star_rule(float(self.C), n_l, n_u) if self.C_star is None
+                  else float(self.C_star))
         self.C_star_ = C_star
-        self.sigma_ = resolve_sigma(self.sigma, X)
-
-        seed = seed_from_random_state(self.random_state)
-        self.seed_ = seed
-        sgd = self.solver == "sgd"
         # (C* = 0 leaves nothing to choose: every candidate is a multiple)
         self.validation_fraction_ = resolve_validation_fraction(
-            self.validation_fraction, yl, self.solver, X.shape[0],
-            hasattr(X, "primal_set")) if C_star > 0 else None
-        spec, B, max_blocks, self.features_ = expansion_basis(
-            self.features, solver=self.solver, kernel=self.kernel,
-            sigma=self.sigma_, degree=self.degree, coef0=self.coef0,
-            first=(X, np.flatnonzero(labeled)), rest=(X, idx_u),
-            m=B * max_blocks if self._features_given() else None,
-            block_size=B, max_blocks=max_blocks, dtype=dtype, seed=seed,
-            opts=opts)
-        T = iteration_budget(self.solver, self.max_iter, self.n_passes, n_u,
-                             self.batch_size, opts=opts)
+            self.validation_fraction, yl, self.solver, data.X.shape[0],
+            hasattr(data.X, "primal_set")) if C_star > 0 else None
+
+    def _check_s3vm_params(self, data: FitData) -> None:
+        """Refuse the parameter combinations the solver cannot run."""
+        sgd = self.solver == "sgd"
         schedule = SCHEDULES[self.learning_rate]
-        eta0 = float(self.eta0)
         if sgd and self.balance_ == "supervised":
             raise ValueError(
                 'balance="supervised" needs solver="lbfgs" (it anchors the '
                 "constraint on the first, supervised annealing stage)."
             )
-        if sgd and step_size(schedule, eta0, 0, T) >= 1.0 and schedule != 1:
+        if (sgd and step_size(schedule, float(self.eta0), 0, data.n_iter) >= 1.0
+                and schedule != 1):
             raise ValueError(
                 f"eta0={self.eta0} gives a step >= 1 with learning_rate="
-                f"{self.learning_rate!r} and T={T} iterations; the update "
-                "(1 - step) f would flip f. Lower eta0."
+                f"{self.learning_rate!r} and T={data.n_iter} iterations; the "
+                "update (1 - step) f would flip f. Lower eta0."
             )
-        balance = _BALANCE[self.balance_]
-        lname, uname = self.loss, self.unlabeled_loss_
-        cccp = uname == "ramp_cccp"
+        cccp = self.unlabeled_loss_ == "ramp_cccp"
         if sgd and cccp:
             raise ValueError('unlabeled_loss="ramp_cccp" needs solver="lbfgs" '
                              "(its concave-convex steps are L-BFGS solves).")
-        if cccp and hasattr(X, "primal_set"):
+        if cccp and hasattr(data.X, "primal_set"):
             # a Dask point set ships its loss to the workers once: the slopes
             # the solver re-linearises would not follow
             raise NotImplementedError(
                 'unlabeled_loss="ramp_cccp" is not available on Dask inputs.')
+
+    def _make_problem(self, data: FitData):
+        self._check_s3vm_params(data)
+        n_u, K = data.set_sizes[1], data.n_outputs
+        data.uname = uname = self.unlabeled_loss_
         # a cross-validated choice (validation_fraction = k folds) with the
         # binary default loss: ramp_cccp at the rule is one more candidate,
         # the loss that follows CCCP-TSVM on cluster-structured sets (g241n)
@@ -509,79 +455,107 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
                           and self.unlabeled_loss == "auto")
         # ramp_cccp: the slope of the linearised concave part per unlabeled
         # row and output, set by the solver at each concave-convex step
-        slope = np.zeros((n_u, K)) if cccp or ramp_candidate else None
+        data.slope = (np.zeros((n_u, K))
+                      if uname == "ramp_cccp" or ramp_candidate else None)
+        uname, C_star = self._select(data, self.C_star_, uname, ramp_candidate)
+        return (self._problem(data, data.XL, data.Y, C_star, uname=uname),
+                self._solve_keywords(uname))
 
-        def majorize(f, rows):
-            """Re-linearise the concave part at the outputs ``f`` of the
-            unlabeled ``rows``; the fraction of slopes (in [-1, 1]) that moved
-            by more than 1 % of their range."""
-            rows = np.arange(n_u) if rows is None else rows
-            new = ramp_cccp_slope(f, self.s)
-            moved = float(np.mean(np.abs(new - slope[rows]) > 0.02))
-            slope[rows] = new
-            return moved
+    def _solve_keywords(self, uname: str) -> dict:
+        """The step and annealing keywords of :func:`fit_expansion`."""
+        schedule, eta0 = SCHEDULES[self.learning_rate], float(self.eta0)
+        return dict(
+            step=lambda t, T: step_size(schedule, eta0, t, T),
+            # the concave-convex steps are their own continuation from their
+            # start (the supervised machine, or the constant mean_L y with
+            # balance="mean"): the C*-fraction stages cost accuracy on g241n
+            anneal=0.0 if uname == "ramp_cccp" else float(self.anneal))
+
+    def _fit_candidate(self, data: FitData, problem: Problem, uname: str):
+        """One fit of the model selection (no monitor)."""
+        return self._solve(problem, data, **self._solve_keywords(uname))
+
+    def _majorize(self, data: FitData, f, rows):
+        """Re-linearise the concave part at the outputs ``f`` of the unlabeled
+        ``rows``; the fraction of slopes (in [-1, 1]) that moved by more than
+        1 % of their range."""
+        slope = data.slope
+        rows = np.arange(data.set_sizes[1]) if rows is None else rows
+        new = ramp_cccp_slope(f, self.s)
+        moved = float(np.mean(np.abs(new - slope[rows]) > 0.02))
+        slope[rows] = new
+        return moved
+
+    def _problem(self, data: FitData, XL, Y, C_star, held=None, uname=None):
+        """Eq. (1) on the labeled rows ``XL`` (targets ``Y``) and every
+        unlabeled row, with the unlabeled loss ``uname`` (None: the resolved
+        ``unlabeled_loss_`` before any model selection); ``held``: rows and
+        targets of held-out labels that only score the annealing stages
+        (:class:`Problem`'s ``select``)."""
+        uname = data.uname if uname is None else uname
+        n_l, n_u = XL.shape[0], data.set_sizes[1]
+        cccp = uname == "ramp_cccp"
+        C, lname, slope = float(self.C), self.loss, data.slope
+        sgd = self.solver == "sgd"
+        balance, r = _BALANCE[self.balance_], data.r
+
+        def pointwise(s, f, rows, m, w):
+            """Eq. (1) with C and C* on sums (scikit-learn's SVC
+            convention): set ``s``'s part at the outputs ``f`` of its
+            ``rows`` (of ``m`` drawn), so that the sum over a sample
+            estimates the full sum."""
+            if s == 0:
+                YL = Y[rows]
+                k = C * n_l / m
+                margin = YL * f
+                return (k * labeled_loss(lname, margin).sum(),
+                        k * labeled_loss_grad(lname, margin) * YL)
+            k = C_star * w * n_u / m
+            if cccp:
+                # the convex majorant of paper 004 Eq. 1.12 at the last
+                # linearisation: convex part + slope * f (the objective
+                # up to a constant that does not depend on f)
+                val, grad = ramp_cccp_convex(f)
+                b = slope[rows]
+                return k * (val.sum() + float(np.sum(b * f))), k * (grad + b)
+            return (k * unlabeled_loss(uname, f, self.s).sum(),
+                    k * unlabeled_loss_grad(uname, f, self.s))
+
+        def loss(fs, idx, sizes, w):
+            parts = [pointwise(s, f, np.arange(f.shape[0]) if i is None else i,
+                               f.shape[0], w)
+                     for s, (f, i) in enumerate(zip(fs, idx, strict=True))]
+            return sum(p[0] for p in parts), [p[1] for p in parts]
+
+        return Problem(
+            [(XL, None), (data.X, data.idx_u)] + ([(held[0], None)] if held else []),
+            data.n_outputs, loss, lam=1.0,
+            intercept="balance" if balance else ("none" if sgd else "free"),
+            balance=lambda gU: balancing_bias(balance, gU, r),
+            balance_target=_ANCHORS[balance](r) if balance in _ANCHORS
+            and not sgd else r,
+            uses=lambda w: [True, w * C_star > 0] + [False] * bool(held),
+            pointwise=pointwise, outputs_on=1,
+            majorize=partial(self._majorize, data) if cccp else None,
+            select=(2, partial(_held_out_errors, held[1])) if held else None,
+            options=data.opts,
+        )
+
+    def _select(self, data: FitData, C_star: float, uname: str,
+                ramp_candidate: bool):
+        """Paper 004's choice of C* on labeled validation rows
+        (``validation_fraction_``): by k-fold cross-validation or on one
+        held-out part. Returns the unlabeled loss and the C* kept (the given
+        ones without a choice)."""
+        vf, seed, slope = self.validation_fraction_, data.seed, data.slope
+        XL, Y, yl, n_l = data.XL, data.Y, data.yl, data.set_sizes[0]
+        cccp = uname == "ramp_cccp"
+
+        def fit(problem, uname=uname):
+            return self._fit_candidate(data, problem, uname)
 
         def problem_for(XL, Y, C_star, held=None, uname=uname):
-            """Eq. (1) on the labeled rows ``XL`` (targets ``Y``) and every
-            unlabeled row, with the unlabeled loss ``uname``; ``held``: rows
-            and targets of held-out labels that only score the annealing
-            stages (:class:`Problem`'s ``select``)."""
-            n_l = XL.shape[0]
-            cccp = uname == "ramp_cccp"
-
-            def pointwise(s, f, rows, m, w):
-                """Eq. (1) with C and C* on sums (scikit-learn's SVC
-                convention): set ``s``'s part at the outputs ``f`` of its
-                ``rows`` (of ``m`` drawn), so that the sum over a sample
-                estimates the full sum."""
-                if s == 0:
-                    YL = Y[rows]
-                    k = C * n_l / m
-                    margin = YL * f
-                    return (k * labeled_loss(lname, margin).sum(),
-                            k * labeled_loss_grad(lname, margin) * YL)
-                k = C_star * w * n_u / m
-                if cccp:
-                    # the convex majorant of paper 004 Eq. 1.12 at the last
-                    # linearisation: convex part + slope * f (the objective
-                    # up to a constant that does not depend on f)
-                    val, grad = ramp_cccp_convex(f)
-                    b = slope[rows]
-                    return k * (val.sum() + float(np.sum(b * f))), k * (grad + b)
-                return (k * unlabeled_loss(uname, f, self.s).sum(),
-                        k * unlabeled_loss_grad(uname, f, self.s))
-
-            def loss(fs, idx, sizes, w):
-                parts = [pointwise(s, f, np.arange(f.shape[0]) if i is None else i,
-                                   f.shape[0], w)
-                         for s, (f, i) in enumerate(zip(fs, idx, strict=True))]
-                return sum(p[0] for p in parts), [p[1] for p in parts]
-
-            return Problem(
-                [(XL, None), (X, idx_u)] + ([(held[0], None)] if held else []),
-                K, loss, lam=1.0,
-                intercept="balance" if balance else ("none" if sgd else "free"),
-                balance=lambda gU: balancing_bias(balance, gU, r),
-                balance_target=_ANCHORS[balance](r) if balance in _ANCHORS
-                and not sgd else r,
-                uses=lambda w: [True, w * C_star > 0] + [False] * bool(held),
-                pointwise=pointwise, outputs_on=1,
-                majorize=majorize if cccp else None,
-                select=(2, partial(_held_out_errors, held[1])) if held else None,
-                options=opts,
-            )
-
-        def fit(problem, uname=uname, **kwargs):
-            return fit_expansion(
-                problem, spec=spec, solver=self.solver, max_blocks=max_blocks,
-                n_iter=T, batch_size=self.batch_size,
-                step=lambda t, T: step_size(schedule, eta0, t, T),
-                # the concave-convex steps are their own continuation from
-                # their start (the supervised machine, or the constant mean_L
-                # y with balance="mean"): the C*-fraction stages cost g241n
-                # 3.8 pp
-                anneal=0.0 if uname == "ramp_cccp" else float(self.anneal),
-                tol=float(self.tol), seed=seed, **kwargs)
+            return self._problem(data, XL, Y, C_star, held, uname)
 
         if isinstance(vf, Integral):
             # paper 004's choice of C* on labeled validation rows, by k-fold
@@ -631,31 +605,46 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
             C_star = self.C_star_ = C_star * chosen.weight
             if cccp:
                 slope[:] = 0.0  # the fit starts from its own linearisation
-        monitor = callback_monitor(
-            self, lambda model, b: self._set_model_state(model, X, idx_u, r, seed, b)
-        )
-        result = fit(problem_for(XL, Y, C_star, uname=uname), uname, monitor=monitor,
-                     monitor_every=self.callback_every)
-        self.n_iter_ = result.n_iter
-        self.objective_curve_ = result.objective_curve
-        with one_blas_thread():
-            self._set_model_state(result.model, X, idx_u, r, seed, result.intercept)
-        if result.balance_outputs is not None and balance != 2:
+        return uname, C_star
+
+    def _set_offset(self, model: FunctionalModel, b, data: FitData) -> None:
+        balance = _BALANCE[self.balance_]
+        # solver="lbfgs" holds the mean and clipped constraints on all its
+        # unlabeled rows (the bias it returns); SGD's per-minibatch bias and
+        # the quantile rule are set here, on a fixed sample.
+        if balance == 2 or (balance in (1, 4) and self.solver == "sgd"):
+            # Final bias from a fixed sample of unlabeled points.
+            idx_u = data.idx_u
+            rows = idx_u[seeded_sample(idx_u.size, 4096, data.seed)]
+            XB = as_compute_rows(data.X[rows], model.spec.dtype)
+            self.intercept_ = balancing_bias(balance, model.evaluate(XB), data.r)
+        else:
+            self.intercept_ = np.array(b, dtype=np.float64).reshape(model.K)
+
+    def _check_solution(self, result, data: FitData) -> None:
+        if result.balance_outputs is not None and _BALANCE[self.balance_] != 2:
             # the outputs on every unlabeled row, as the machine predicts them
             # ("quantile" moves the bias after the solve: not these outputs)
-            check_unlabeled_predictions(self, result.balance_outputs, Y)
-        result.model.release()
-        # Platt scaling on the labeled points: the only ones with known labels.
+            check_unlabeled_predictions(self, result.balance_outputs, data.Y)
+
+    def _finish(self, result, data: FitData) -> None:
+        """The fitted-model checks, then Platt scaling on the labeled points:
+        the only ones with known labels."""
+        XL, Y, K = data.XL, data.Y, data.n_outputs
         # XL was validated with X: not again (a DataFrame's feature names are
         # not on the ndarray, and re-validating warned on every fit).
         fL = self._decision(XL)
         # non-finite -> ValueError naming the kernel; constant -> warning
         check_fitted_model(self, np.r_[self.coef_.ravel(), self.intercept_], fL)
         diverged = False
-        if sgd and self.kernel in ("rbf", "laplacian"):  # Fourier features
-            # J(0), Eq. (1) at f = 0, bounds every minimiser: ||f||_H^2 <= 2 J(0)
-            j0 = (C * n_l * float(labeled_loss(lname, np.zeros(1))[0]) + C_star
-                  * n_u * float(unlabeled_loss(uname, np.zeros(1), self.s)[0]))
+        if self.solver == "sgd" and self.kernel in ("rbf", "laplacian"):
+            # Fourier features. J(0), Eq. (1) at f = 0, bounds every
+            # minimiser: ||f||_H^2 <= 2 J(0)
+            n_l, n_u = data.set_sizes
+            j0 = (float(self.C) * n_l
+                  * float(labeled_loss(self.loss, np.zeros(1))[0])
+                  + self.C_star_ * n_u * float(unlabeled_loss(
+                      self.unlabeled_loss_, np.zeros(1), self.s)[0]))
             diverged = check_sgd_outputs(self, fL, j0)
         if not diverged:  # one warning a fit
             # the loss along the run: any kernel (the bound above needs the
@@ -665,54 +654,17 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
         self.platt_ = np.array(
             [fit_platt(fL[:, k], (Y[:, k] > 0).astype(float)) for k in range(K)]
         )
-        return self
-
-    def _set_model_state(self, model: FunctionalModel, X, idx_u, r, seed: int, b):
-        """Expose the current expansion as fitted attributes (usable mid-fit)."""
-        self.spec_ = model.spec
-        self.n_blocks_ = model.n_blocks
-        self.coef_ = model.coefficients()
-        balance = _BALANCE[self.balance_]
-        # solver="lbfgs" holds the mean and clipped constraints on all its
-        # unlabeled rows (the bias it returns); SGD's per-minibatch bias and
-        # the quantile rule are set here, on a fixed sample.
-        if balance == 2 or (balance in (1, 4) and self.solver == "sgd"):
-            # Final bias from a fixed sample of unlabeled points.
-            rows = idx_u[seeded_sample(idx_u.size, 4096, seed)]
-            XB = as_compute_rows(X[rows], model.spec.dtype)
-            self.intercept_ = balancing_bias(balance, model.evaluate(XB), r)
-        else:
-            self.intercept_ = np.array(b, dtype=np.float64).reshape(model.K)
-        check_divergence(self.coef_, "eta0 (step size) or C")
-        self.n_features_model_ = model.n_features
 
     # -- prediction --------------------------------------------------------
-    def decision_function(self, X):
-        """Decision values ``f(x) + b`` (Algorithm 2: features regenerated from
-        the seed). Shape (n,) for binary, (n, n_classes) for one-vs-rest.
-        ``X`` may be dense or scipy.sparse (CSR, CSC, COO)."""
-        check_is_fitted(self)
-        if is_dask_collection(X):
-            return map_rows(self.decision_function, X, self._width())
-        X = validate_predict(self, X, keep_float32=True, accept_sparse=True)
-        return self._decision(X)
-
     def _width(self):
         """Columns of the decision values (None: one value per row)."""
         return None if self.classes_.size == 2 else self.classes_.size
 
     def _decision(self, X):
-        """:meth:`decision_function` on validated rows."""
+        """:meth:`decision_function` on validated rows: ``f(x) + b``, shape
+        (n,) for binary, (n, n_classes) for one-vs-rest."""
         f = self.spec_.decision(X, self.coef_, self.n_blocks_) + self.intercept_
         return f[:, 0] if f.shape[1] == 1 else f
-
-    def predict(self, X):
-        if is_dask_collection(X):
-            return map_rows(self.predict, X, None)
-        f = self.decision_function(X)
-        if f.ndim == 1:
-            return self.classes_[(f > 0).astype(int)]
-        return self.classes_[np.argmax(f, axis=1)]
 
     def predict_proba(self, X):
         """Class probabilities by Platt scaling fitted on the labeled points;
@@ -729,37 +681,20 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
         P = np.clip(P, 1e-12, None)
         return P / P.sum(axis=1, keepdims=True)
 
-    # -- artifacts ---------------------------------------------------------
-    def _artifact_state(self):
-        meta, arrays = expansion_state(self)
-        meta.update(C_star=self.C_star_, seed=self.seed_,
-                    n_features_in=self.n_features_in_,
-                    unlabeled_loss=self.unlabeled_loss_, balance=self.balance_)
-        arrays.update(
-            intercept=np.asarray(self.intercept_, dtype=np.float64),
-            classes=self.classes_,
-            platt=self.platt_,
-        )
-        return meta, arrays
+    # -- model files -------------------------------------------------------
+    def _add_state(self, meta, arrays):
+        meta.update(C_star=self.C_star_, unlabeled_loss=self.unlabeled_loss_,
+                    balance=self.balance_)
+        arrays.update(intercept=np.asarray(self.intercept_, dtype=np.float64),
+                      platt=self.platt_)
 
-    def _set_artifact_state(self, meta, arrays):
-        set_expansion_state(self, meta, arrays)
-        self.features_ = ("nystroem" if isinstance(self.spec_, NystromSpec)
-                          else "fourier")
+    def _set_own_state(self, meta, arrays):
         self.C_star_ = float(meta["C_star"])
-        self.seed_ = int(meta["seed"])
-        self.n_features_in_ = int(meta["n_features_in"])
         self.intercept_ = arrays["intercept"]
-        self.classes_ = arrays["classes"]
         self.platt_ = arrays["platt"]
         # files written before "auto" existed: the parameters were what ran
         self.unlabeled_loss_ = meta.get("unlabeled_loss", self.unlabeled_loss)
         self.balance_ = meta.get("balance", self.balance)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
 
 
 _SHARED_PARAMS_DOC = """C : float, default=1.0
@@ -1023,7 +958,8 @@ class TSGS3VM(_S3VMBase):
     True
     """
 
-    _parameter_constraints = {**_COMMON_CONSTRAINTS, **EXPANSION_CONSTRAINTS}
+    _parameter_constraints = RandomFeatureClassifier.constraints(
+        "n_passes", "block_size", "max_features", **_S3VM_CONSTRAINTS)
 
     def __init__(
         self,
@@ -1083,14 +1019,6 @@ class TSGS3VM(_S3VMBase):
         self.callback = callback
         self.callback_every = callback_every
         self.solver_options = solver_options
-
-    def _features_given(self):
-        return self.max_features is not None
-
-    def _layout(self, n_rows, set_sizes, d):
-        B = int(self.block_size)
-        return B, default_blocks(self.solver, set_sizes, self.max_features, B, d,
-                                 options_of(self))
 
 
 @register
@@ -1153,11 +1081,10 @@ class FRS3VM(_S3VMBase):
     True
     """
 
-    _parameter_constraints = {
-        **_COMMON_CONSTRAINTS,
-        "n_components": [Interval(Integral, 1, None, closed="left"),
-                         StrOptions({"sqrt"}), None],
-    }
+    _parameter_constraints = RandomFeatureClassifier.constraints(
+        "n_passes", **_S3VM_CONSTRAINTS,
+        n_components=[Interval(Integral, 1, None, closed="left"),
+                      StrOptions({"sqrt"}), None])
 
     def __init__(
         self,

@@ -56,6 +56,7 @@ from __future__ import annotations
 import math
 import warnings
 from numbers import Real
+from types import SimpleNamespace
 
 import numpy as np
 import scipy.sparse as sp
@@ -64,34 +65,23 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from weakkernels._artifact import ArtifactMixin, register
+from weakkernels._base import FitData, RandomFeatureClassifier
 from weakkernels._dask import dask_inputs, is_dask_collection, map_rows
 from weakkernels._dsg import (
-    BASIS_CONSTRAINTS,
-    DSG_CONSTRAINTS,
-    EXPANSION_CONSTRAINTS,
     FunctionalModel,
     Problem,
-    callback_monitor,
     check_feature_memory,
     check_sgd_curve,
-    default_blocks,
-    expansion_basis,
-    expansion_state,
-    fit_expansion,
     seeded_sample,
-    set_expansion_state,
     sgd_tail,
     solve_quadratic,
 )
-from weakkernels._options import options_of
-from weakkernels._plan import check_plan, plan_fit
 from weakkernels._threads import one_blas_thread
 from weakkernels._validation import (
     _SPARSE_FORMATS,
     _canonical_csr,
     _precheck_sparse,
     check_degenerate_input,
-    check_divergence,
     check_fitted_model,
     check_magnitude,
     check_numeric_target,
@@ -100,10 +90,7 @@ from weakkernels._validation import (
 )
 from weakkernels.class_prior import estimate_class_prior
 from weakkernels.kernels import resolve_sigma
-from weakkernels.random_features import (
-    NystromSpec,
-    seed_from_random_state,
-)
+from weakkernels.random_features import seed_from_random_state
 
 LOSSES = ("squared", "double_hinge")
 CORRECTIONS = ("abs", "relu", "none")
@@ -342,8 +329,10 @@ _PRIOR = [Interval(Real, 0, 1, closed="neither"), StrOptions({"auto"})]
 
 class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
     """Validation, prior handling, prediction and calibration shared by TSGSU,
-    CUU and SUSL. Subclasses implement ``_fit_su(XS, XU, seed)`` and
-    ``_raw_decision(X)`` and their ``_state``/``_set_state``."""
+    CUU and SUSL. The baselines implement ``_fit_su(XS, XU, seed)`` and
+    ``_raw_decision(X)`` and their ``_state``/``_set_state``; TSGSU takes
+    ``fit`` from :class:`weakkernels._base.RandomFeatureClassifier` and these
+    parts from here."""
 
     # Slope of the probability link: the squared loss l(z, t) = (z t - 1)^2 / 4 is
     # minimized by f = 2 eta - 1, whose logit has slope 2 at f = 0.
@@ -365,6 +354,19 @@ class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
             ``ValueError`` ("malformed pairs").
         """
         X, y = dask_inputs(X, y)  # a dask X: rows stay on the workers
+        X, XS, XU = self._validate_su(X, y)
+        seed = seed_from_random_state(self.random_state)
+        self.seed_ = seed
+        # a number, or "scale" (all SU estimators' default)
+        self.sigma_ = resolve_sigma(self.sigma, X)
+        self._resolve_su_prior(XS, XU, seed)
+        self._fit_su(XS, XU, seed)
+        self._calibrate(XU, seed)
+        return self
+
+    def _validate_su(self, X, y):
+        """The validated rows ``X`` and their pair and unlabeled rows
+        ``(XS, XU)``; sets ``classes_``."""
         on_workers = getattr(X, "row_source", False)
         if on_workers:
             X, y = validate_row_source(self, X, y)
@@ -379,15 +381,15 @@ class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
             check_degenerate_input(self, X)
         sim, unl = split_su(y)
         self.classes_ = np.array([0, 1])
-        seed = seed_from_random_state(self.random_state)
-        self.seed_ = seed
-        # a number, or "scale" (all SU estimators' default)
-        self.sigma_ = resolve_sigma(self.sigma, X)
         if on_workers:  # views: the sets' rows stay where they are
-            XS, XU = X.take(sim), X.take(unl)
-        else:
-            XS = X[sim] if sp.issparse(X) else np.ascontiguousarray(X[sim])
-            XU = X[unl] if sp.issparse(X) else np.ascontiguousarray(X[unl])
+            return X, X.take(sim), X.take(unl)
+        XS = X[sim] if sp.issparse(X) else np.ascontiguousarray(X[sim])
+        XU = X[unl] if sp.issparse(X) else np.ascontiguousarray(X[unl])
+        return X, XS, XU
+
+    def _resolve_su_prior(self, XS, XU, seed):
+        """``prior_`` and ``pi_S_``: the given prior, or with ``prior="auto"``
+        its estimate from the SU data (paper 002 Sec. 3.3)."""
         if isinstance(self.prior, str):  # "auto": paper 002 Sec. 3.3
             est = estimate_class_prior(
                 XS, XU, kernel=getattr(self, "kernel", "rbf"), sigma=self.sigma_,
@@ -408,9 +410,6 @@ class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
             self.__dict__.pop("prior_estimate_", None)  # from an earlier "auto" fit
         self.pi_S_, _ = class_prior_terms(prior)  # rejects prior 0.5
         self.prior_ = prior
-        self._fit_su(XS, XU, seed)
-        self._calibrate(XU, seed)
-        return self
 
     def _calibrate(self, XU, seed):
         """Prior-matched sigmoid for ``predict_proba``.
@@ -457,21 +456,28 @@ class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
 
     def _artifact_state(self):
         meta, arrays = self._state()
-        meta.update(
-            prior=self.prior_, pi_S=self.pi_S_, seed=self.seed_,
-            n_features_in=self.n_features_in_,
-        )
-        arrays.update(classes=self.classes_, calibration=self.calibration_)
+        meta.update(seed=self.seed_, n_features_in=self.n_features_in_)
+        arrays.update(classes=self.classes_)
+        self._add_su_state(meta, arrays)
         return meta, arrays
 
     def _set_artifact_state(self, meta, arrays):
-        self.prior_ = float(meta["prior"])
-        self.pi_S_ = float(meta["pi_S"])
+        self._set_su_state(meta, arrays)
         self.seed_ = int(meta["seed"])
         self.n_features_in_ = int(meta["n_features_in"])
         self.classes_ = arrays["classes"]
-        self.calibration_ = arrays["calibration"]
         self._set_state(meta, arrays)
+
+    def _add_su_state(self, meta, arrays):
+        """The SU part of a model file: the prior and the calibration."""
+        meta.update(prior=self.prior_, pi_S=self.pi_S_)
+        arrays.update(calibration=self.calibration_)
+
+    def _set_su_state(self, meta, arrays):
+        """Inverse of :meth:`_add_su_state`."""
+        self.prior_ = float(meta["prior"])
+        self.pi_S_ = float(meta["pi_S"])
+        self.calibration_ = arrays["calibration"]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -483,7 +489,7 @@ class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
 # TSGSU (paper 002 Algorithms 1-2)
 # ---------------------------------------------------------------------------
 @register
-class TSGSU(_SUBase):
+class TSGSU(RandomFeatureClassifier, _SUBase):
     """SU classification on random or Nyström features (paper 002).
 
     Minimizes paper 002 Eq. (9), ``J(f) = delta(R+) + delta(R-) + lam/2
@@ -684,18 +690,16 @@ class TSGSU(_SUBase):
     True
     """
 
-    _parameter_constraints = {
-        **DSG_CONSTRAINTS,
-        **EXPANSION_CONSTRAINTS,
-        **BASIS_CONSTRAINTS,
-        "prior": _PRIOR,
-        "loss": [StrOptions(set(LOSSES))],
-        "correction": [StrOptions(set(CORRECTIONS))],
-        "lam": [Interval(Real, 0, None, closed="neither")],
-        "learning_rate": [StrOptions(set(SU_SCHEDULES))],
-        "fit_intercept": ["boolean"],
-        "solver": [StrOptions({"lbfgs", "sgd", "direct"})],
-    }
+    _parameter_constraints = RandomFeatureClassifier.constraints(
+        "block_size", "max_features", "lam",
+        prior=_PRIOR,
+        loss=[StrOptions(set(LOSSES))],
+        correction=[StrOptions(set(CORRECTIONS))],
+        learning_rate=[StrOptions(set(SU_SCHEDULES))],
+        fit_intercept=["boolean"],
+        # the family's solvers and the closed form of the quadratic Eq. (9)
+        solver=[StrOptions({"lbfgs", "sgd", "direct"})],
+    )
 
     def __init__(
         self,
@@ -754,51 +758,49 @@ class TSGSU(_SUBase):
             return self.eta0 / math.sqrt(T)
         return self.eta0 / math.sqrt(t + 1.0)
 
-    def _fit_su(self, XS, XU, seed):
-        sgd = self.solver == "sgd"
+    def _sgd_steps(self) -> int:
+        """``solver="sgd"``: the iterations T (paper 002's 100 by default)."""
+        return SGD_MAX_ITER if self.max_iter is None else int(self.max_iter)
+
+    # -- fit hooks (RandomFeatureClassifier) --------------------------------
+    def _fit_data(self, X, y) -> FitData:
+        X, XS, XU = self._validate_su(X, y)
         if self.solver == "direct" and (self.loss, self.correction) != (
                 "squared", "none"):
             raise ValueError(
                 'solver="direct" needs loss="squared" and correction="none" '
                 f"(the quadratic Eq. 7); got loss={self.loss!r}, "
                 f"correction={self.correction!r}.")
-        lam = float(self.lam)
-        opts = options_of(self)
-        if sgd:
-            T = SGD_MAX_ITER if self.max_iter is None else int(self.max_iter)
-            # The largest step is the first for both schedules.
-            if self._eta(0, T) * lam >= 1.0:
-                raise ValueError(
-                    f"eta0={self.eta0}, lam={lam}: the first step has eta*lam >= 1,"
-                    " so (1 - eta lam) f would flip or zero the model. Lower eta0."
-                )
-        else:
-            T = int(self.max_iter or opts.lbfgs_max_iter)
-        B = int(self.block_size)
-        max_blocks = default_blocks(
-            self.solver, (XS.shape[0], XU.shape[0]), self.max_features, B,
-            XS.shape[1], opts)
-        # bytes and steps from the shapes, refused before anything is allocated
-        self.fit_plan_ = check_plan(self, plan_fit(
-            self, n_rows=XS.shape[0] + XU.shape[0], n_features_in=XS.shape[1],
-            n_outputs=1, block_size=B, max_blocks=max_blocks, n_iter=T,
-            features_given=self.max_features is not None,
-            batch_rows=2 * self.batch_size))
+        # The largest step is the first for both schedules.
+        if self.solver == "sgd" and self._eta(0, self._sgd_steps()) * float(
+                self.lam) >= 1.0:
+            raise ValueError(
+                f"eta0={self.eta0}, lam={float(self.lam)}: the first step has "
+                "eta*lam >= 1, so (1 - eta lam) f would flip or zero the model. "
+                "Lower eta0."
+            )
         # Nyström landmarks: the pair rows first (up to half), as the labeled
         # rows of the S3VM: the points the risk weighs individually
-        spec, B, max_blocks, self.features_ = expansion_basis(
-            self.features, solver=self.solver, kernel=self.kernel,
-            sigma=self.sigma_, degree=self.degree, coef0=self.coef0,
-            first=(XS, None), rest=(XU, None),
-            m=None if self.max_features is None else B * max_blocks,
-            block_size=B, max_blocks=max_blocks, dtype=np.dtype(self.dtype),
-            seed=seed, opts=opts)
+        return FitData(X=X, set_sizes=(XS.shape[0], XU.shape[0]),
+                       n_columns=XS.shape[1], first=(XS, None), rest=(XU, None),
+                       XS=XS, XU=XU)
+
+    def _n_iter(self, data: FitData) -> int:
+        if self.solver == "sgd":
+            return self._sgd_steps()
+        return int(self.max_iter or data.opts.lbfgs_max_iter)
+
+    def _prepare(self, data: FitData) -> None:
+        self._resolve_su_prior(data.XS, data.XU, data.seed)
+
+    def _make_problem(self, data: FitData):
+        sgd = self.solver == "sgd"
         prior, loss_name, corr = self.prior_, self.loss, self.correction
         self.risk_curve_ = []
         # solver="sgd": each step's partial risks (R+, R-). The corrected risk
         # of a minibatch is biased upwards (delta of a noisy estimate), so the
         # end of the run is judged on their mean, corrected once
-        partials = [] if self.solver == "sgd" else None
+        partials = data.partials = [] if sgd else None
 
         def loss(fs, idx, sizes, w):
             """Eq. (8) and its derivatives (Eq. 17 without ``lam f``): means
@@ -819,49 +821,33 @@ class TSGSU(_SUBase):
             return value, coefs
 
         problem = Problem(
-            [(XS, None), (XU, None)], 1, loss, lam=lam,
+            [(data.XS, None), (data.XU, None)], 1, loss, lam=float(self.lam),
             intercept="free" if self.fit_intercept else "none",
             # L-BFGS, squared loss: one pass per evaluation where features
             # stream
             moments=moments if not sgd and loss_name == "squared" else None,
-            options=opts,
+            options=data.opts,
         )
-        def expose(model, b):
-            self._set_model_state(model, b)
-            self._calibrate(XU, seed)
+        return problem, dict(step=lambda t, T: self._eta(t, T))
 
-        monitor = callback_monitor(self, expose)
+    def _solve(self, problem, data: FitData, monitor=None, **kwargs):
         if self.solver == "direct":
-            self._fit_direct(XS, XU, spec, max_blocks, monitor)
-            return
-        result = fit_expansion(
-            problem, spec, solver=self.solver, max_blocks=max_blocks, n_iter=T,
-            batch_size=self.batch_size, step=lambda t, T: self._eta(t, T),
-            tol=float(self.tol), seed=seed, monitor=monitor,
-            monitor_every=self.callback_every,
-        )
-        self.n_iter_ = result.n_iter
-        self.objective_curve_ = result.objective_curve
-        with one_blas_thread():
-            self._set_model_state(result.model, result.intercept)
-        result.model.release()
-        if partials is not None:
-            r_pos, r_neg = np.mean(partials[-sgd_tail(len(partials)):], axis=0)
-            check_sgd_curve(self, result, end=correction(corr, r_pos)
-                            + correction(corr, r_neg))
+            return self._fit_direct(data, monitor)
+        return super()._solve(problem, data, monitor=monitor, **kwargs)
 
-    def _fit_direct(self, XS, XU, spec, n_blocks, monitor):
+    def _fit_direct(self, data: FitData, monitor):
         """``solver="direct"``: the exact minimizer of Eq. (9) with the
         squared loss and no correction. Eq. (7) is then ``-a pi_S f`` on the
         pair points and ``f^2/4 + a f/2 + 1/4`` on the unlabeled ones (Bao
         et al. Sec. 3.3; see :class:`TSGSU`), a quadratic in ``f`` solved by
         its normal equations (:func:`weakkernels._dsg.solve_quadratic`)."""
+        XS, XU, spec, n_blocks = data.XS, data.XU, data.spec, data.max_blocks
         pi_S, a = class_prior_terms(self.prior_)
         check_feature_memory(spec, n_blocks * spec.block_size)
         model, b = solve_quadratic(
             spec, n_blocks, [(XS, None), (XU, None)], q=[0.0, 0.5],
             lin=[-a * pi_S, 0.5 * a], lam=float(self.lam),
-            intercept=bool(self.fit_intercept), opts=options_of(self))
+            intercept=bool(self.fit_intercept), opts=data.opts)
         with one_blas_thread():
             fS, fU = model.evaluate(XS)[:, 0] + b[0], model.evaluate(XU)[:, 0] + b[0]
         risk = su_risk(fS, fU, self.prior_, "squared", "none")
@@ -871,31 +857,39 @@ class TSGSU(_SUBase):
         self.risk_curve_ = [risk]
         self.objective_curve_ = [risk + 0.5 * float(self.lam) * v2]
         monitor(1, model, b)
-        self.n_iter_ = 1
-        with one_blas_thread():
-            self._set_model_state(model, b)
-        model.release()
+        return SimpleNamespace(model=model, intercept=b, n_iter=1,
+                               objective_curve=self.objective_curve_)
 
-    def _set_model_state(self, model: FunctionalModel, b):
-        """Expose the current expansion as fitted attributes (usable mid-fit)."""
+    def _expose(self, data: FitData, model: FunctionalModel, b) -> None:
+        self._set_model_state(model, b, data)
+        self._calibrate(data.XU, data.seed)
+
+    def _set_offset(self, model: FunctionalModel, b, data: FitData) -> None:
         self.intercept_ = float(np.asarray(b, dtype=np.float64).reshape(-1)[0])
-        self.spec_ = model.spec
-        self.n_blocks_ = model.n_blocks
-        self.coef_ = model.coefficients()
-        check_divergence(self.coef_, "eta0 (step size)")
-        self.n_features_model_ = model.n_features
+
+    def _finish(self, result, data: FitData) -> None:
+        """The end of an SGD run judged on its mean partial risks, then the
+        prior-matched calibration."""
+        if data.partials is not None:
+            corr = self.correction
+            r_pos, r_neg = np.mean(data.partials[-sgd_tail(len(data.partials)):],
+                                   axis=0)
+            check_sgd_curve(self, result, end=correction(corr, r_pos)
+                            + correction(corr, r_neg))
+        self._calibrate(data.XU, data.seed)
 
     def _raw_decision(self, X):
         f = self.spec_.decision(X, self.coef_, self.n_blocks_)[:, 0]
         return f + self.intercept_
 
-    def _state(self):
-        meta, arrays = expansion_state(self)
-        meta["intercept"] = self.intercept_
-        return meta, arrays
+    # decision_function (RandomFeatureClassifier) and _calibrate (_SUBase)
+    # read the same values
+    _decision = _raw_decision
 
-    def _set_state(self, meta, arrays):
-        set_expansion_state(self, meta, arrays)
-        self.features_ = ("nystroem" if isinstance(self.spec_, NystromSpec)
-                          else "fourier")
+    def _add_state(self, meta, arrays):
+        meta["intercept"] = self.intercept_
+        self._add_su_state(meta, arrays)
+
+    def _set_own_state(self, meta, arrays):
+        self._set_su_state(meta, arrays)
         self.intercept_ = float(meta["intercept"])
