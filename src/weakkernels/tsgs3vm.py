@@ -25,12 +25,10 @@ algorithm exactly as printed.
 from __future__ import annotations
 
 import math
-import warnings
 from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold, train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -48,6 +46,25 @@ from weakkernels._dsg import (
     step_size,
 )
 from weakkernels._options import options_of
+from weakkernels._s3vm_docs import fill_doc
+from weakkernels._s3vm_losses import (
+    _ANCHORS,
+    _BALANCE,
+    LABELED_LOSSES,
+    UNLABELED_LOSSES,
+    balancing_bias,
+    check_sgd_outputs,
+    labeled_loss,
+    labeled_loss_grad,
+    ramp_cccp_convex,
+    ramp_cccp_slope,
+    resolve_auto,
+    unlabeled_loss,
+    unlabeled_loss_grad,
+)
+
+# public here as before the split (tests, docs/fidelity.md)
+from weakkernels._s3vm_losses import hinge_grad as hinge_grad
 from weakkernels._selection import c_star_rule, one_se_stage
 from weakkernels._validation import (
     LabeledScoreMixin,
@@ -56,216 +73,6 @@ from weakkernels._validation import (
     validate_semi_supervised,
 )
 from weakkernels.random_features import as_compute_rows
-
-UNLABELED_LOSSES = ("shg", "sshg", "ramp", "da", "ramp_cccp")
-
-
-def unlabeled_loss(name: str, f: np.ndarray, s: float = -0.3) -> np.ndarray:
-    """Unlabeled losses ``u(f)`` of paper 000 Table 2.
-
-    * ``"shg"``  symmetric hinge ``max(0, 1 - |f|)``;
-    * ``"sshg"`` squared symmetric hinge ``1/2 max(0, 1 - |f|)^2``;
-    * ``"ramp"`` symmetric ramp ``R_s(f) + R_s(-f)``, ``R_s = H_1 - H_s``,
-      ``H_s(z) = max(0, s - z)`` (Table 2 with paper 004 Eq. 1.11's symmetric
-      form; ``s < 0`` gives the flat top on ``|f| < -s``);
-    * ``"da"``   ``exp(-5 f^2)``, the differentiable approximation to SSHG;
-    * ``"ramp_cccp"`` the symmetric ramp with both hinges smoothed as
-      ``loss="smooth_hinge"`` (``R_s = S_1 - S_s``, ``S_a(z)`` the smooth hinge
-      at margin ``a``; bounded, ``1 - s`` for ``z << s``), which the L-BFGS
-      solver minimises by the concave-convex procedure
-      (:func:`ramp_cccp_slope`).
-    """
-    if name == "ramp_cccp":
-        return (_smooth_hinge_at(f, 1.0) - _smooth_hinge_at(f, s)
-                + _smooth_hinge_at(-f, 1.0) - _smooth_hinge_at(-f, s))
-    a = np.abs(f)
-    if name == "shg":
-        return np.maximum(0.0, 1.0 - a)
-    if name == "sshg":
-        return 0.5 * np.maximum(0.0, 1.0 - a) ** 2
-
-    def ramp(z):
-        return np.maximum(0.0, 1.0 - z) - np.maximum(0.0, s - z)
-
-    if name == "ramp":
-        return ramp(f) + ramp(-f)
-    if name == "da":
-        return np.exp(-5.0 * f * f)
-    raise ValueError(f"unknown unlabeled loss {name!r}")
-
-
-def unlabeled_loss_grad(name: str, f: np.ndarray, s: float = -0.3) -> np.ndarray:
-    """Derivative ``u'(f)`` of :func:`unlabeled_loss` (paper 000 Table 2, right
-    column; subgradient 0 at the kinks' inner side)."""
-    if name == "shg":
-        return np.where(np.abs(f) < 1.0, -np.sign(f), 0.0)
-    if name == "sshg":
-        return np.where(np.abs(f) < 1.0, -np.sign(f) * (1.0 - np.abs(f)), 0.0)
-    if name == "ramp":
-        return (
-            -(f < 1.0).astype(float)
-            + (f < s)
-            + (f > -1.0)
-            - (f > -s)
-        )
-    if name == "da":
-        return -10.0 * f * np.exp(-5.0 * f * f)
-    if name == "ramp_cccp":
-        return (_smooth_hinge_grad_at(f, 1.0) - _smooth_hinge_grad_at(f, s)
-                - _smooth_hinge_grad_at(-f, 1.0) + _smooth_hinge_grad_at(-f, s))
-    raise ValueError(f"unknown unlabeled loss {name!r}")
-
-
-def _smooth_hinge_at(f: np.ndarray, a: float) -> np.ndarray:
-    """The smooth hinge at margin ``a``: ``loss="smooth_hinge"`` of ``f - a + 1``."""
-    return labeled_loss("smooth_hinge", f - a + 1.0)
-
-
-def _smooth_hinge_grad_at(f: np.ndarray, a: float) -> np.ndarray:
-    """``d/df`` of :func:`_smooth_hinge_at`."""
-    return labeled_loss_grad("smooth_hinge", f - a + 1.0)
-
-
-def ramp_cccp_convex(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The convex part of ``unlabeled_loss="ramp_cccp"``, ``S_1(f) + S_1(-f)``,
-    and its derivative (paper 004 Eq. 1.11's ``H_1`` terms, smoothed)."""
-    return (_smooth_hinge_at(f, 1.0) + _smooth_hinge_at(-f, 1.0),
-            _smooth_hinge_grad_at(f, 1.0) - _smooth_hinge_grad_at(-f, 1.0))
-
-
-def ramp_cccp_slope(f0: np.ndarray, s: float) -> np.ndarray:
-    """The slope ``beta`` of the linearised concave part of ``"ramp_cccp"`` at
-    the outputs ``f0``: ``-S_s(f) - S_s(-f) ~ beta f`` + const, with
-    ``beta = -S_s'(f0) + S_s'(-f0)`` (paper 004 Eq. 1.12 / Algorithm 1.3's
-    ``beta``, one per unlabeled point and output)."""
-    return -_smooth_hinge_grad_at(f0, s) + _smooth_hinge_grad_at(-f0, s)
-
-
-# unlabeled_loss="auto" / balance="auto" -> (binary, one-vs-rest) choice.
-# Binary: the smooth "da" and the clipped balance (chosen on imbalanced binary
-# sets: cod-rna, ijcnn1). One-vs-rest: the symmetric hinge and paper 004's
-# mean balance (Eq. 1.13) -- with "da" the ten MNIST problems pile their
-# unlabeled outputs onto two digits (100 labels: 37 % error against 29 % for
-# SVC and 19 % with this pair); BENCHMARKS.md, "Multiclass defaults".
-_AUTO = {"unlabeled_loss": ("da", "shg"), "balance": ("clipped", "mean")}
-
-
-def resolve_auto(name: str, value, n_outputs: int):
-    """``value`` of the parameter ``name``, with ``"auto"`` resolved for a
-    problem of ``n_outputs`` one-vs-rest outputs (1: binary)."""
-    if isinstance(value, str) and value == "auto":
-        return _AUTO[name][n_outputs > 1]
-    return value
-
-
-# balance option -> code: 0 off, 1 mean constraint, 2 quantile constraint,
-# 3 mean anchored on the supervised stage, 4 mean of the clipped outputs
-_BALANCE = {False: 0, "none": 0, True: 1, "mean": 1, "quantile": 2,
-            "supervised": 3, "clipped": 4}
-
-
-# anchored balance codes (L-BFGS): the target of mean_U f, re-taken from the
-# current outputs f_U at every annealing stage after the supervised one
-_ANCHORS = {
-    3: lambda r: lambda fU: fU.mean(axis=0),
-    4: lambda r: lambda fU: fU.mean(axis=0) + balancing_bias(4, fU, r),
-}
-
-
-def balancing_bias(code: int, g_unlabeled: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """Bias that makes the unlabeled outputs match the labeled class balance.
-
-    ``r`` (per output) is the mean of the labeled +-1 targets.
-
-    * code 1, the mean constraint of paper 004 Eq. (1.13):
-      ``mean_U (g + b) = r``, i.e. ``b = r - mean_U g``;
-    * code 2, the fraction constraint of Joachims' TSVM (1999): the fraction of
-      unlabeled points with ``g + b > 0`` equals the labeled positive fraction
-      ``(1 + r) / 2``, i.e. ``b = -quantile(g, 1 - (1 + r) / 2)``. It does not
-      depend on the scale of ``g``, which matters with imbalanced classes;
-    * code 4, the mean constraint on outputs clipped to the margin,
-      ``mean_U clip(g + b, -1, 1) = r``: points beyond the margin count as
-      +-1 whatever their ``|g|``, so it reads as ``"mean"`` when the outputs
-      are small and as a class fraction when they are saturated. ``b`` by
-      bisection (the clipped mean is monotone in ``b``).
-    """
-    if code == 1:
-        return r - g_unlabeled.mean(axis=0)
-    if code == 4:
-        lo = -1.0 - g_unlabeled.max(axis=0)
-        hi = 1.0 - g_unlabeled.min(axis=0)
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            low = np.clip(g_unlabeled + mid, -1.0, 1.0).mean(axis=0) < r
-            lo = np.where(low, mid, lo)
-            hi = np.where(low, hi, mid)
-        return 0.5 * (lo + hi)
-    q = 1.0 - (1.0 + r) / 2.0
-    return -np.array(
-        [np.quantile(g_unlabeled[:, k], q[k]) for k in range(g_unlabeled.shape[1])]
-    )
-
-
-def check_sgd_outputs(est, f: np.ndarray, j0: float) -> bool:
-    """Warn when an SGD iterate has outputs no minimiser of its objective has.
-
-    With ``lam = 1`` a minimiser has ``||f||_H^2 <= 2 J(0)`` (else ``f = 0``
-    is better), so ``|f(x)| <= sqrt(2 J(0) k(x, x))``; random Fourier
-    features (RBF and Laplacian kernels) give ``k(x, x) <= 2``, and the
-    balancing bias moves the outputs by at most their own range plus the
-    margin. Ten times that is an iterate
-    that diverged (the default ``eta0 = 1`` at C = 10, 40 steps on 300 rows:
-    outputs ~ 10^5 where the bound is ~ 10^3), which check_fitted_model does
-    not see while the values stay finite. It also sees an iterate whose norm
-    exploded while its loss stayed low, which :func:`weakkernels._dsg.
-    check_sgd_curve` does not. Returns whether it warned."""
-    bound = 10.0 * (2.0 * math.sqrt(4.0 * max(j0, 0.0)) + 1.0)
-    top = float(np.max(np.abs(f))) if np.size(f) else 0.0
-    diverged = top > bound
-    if diverged:
-        warnings.warn(
-            f"{type(est).__name__}(solver='sgd') returned decision values up to "
-            f"{top:.3g} on its labeled points, beyond {bound:.3g} (ten times "
-            "what any minimiser of its objective reaches): the SGD iterate "
-            "diverged or is far from converged. Lower eta0 or raise max_iter.",
-            ConvergenceWarning, stacklevel=3)
-    return diverged
-
-
-def hinge_grad(margin: np.ndarray) -> np.ndarray:
-    """``dl/dz`` of the hinge ``l(z) = max(0, 1 - z)`` at ``z = y f(x)``."""
-    return np.where(margin < 1.0, -1.0, 0.0)
-
-
-LABELED_LOSSES = ("hinge", "squared_hinge", "smooth_hinge")
-# Width of the quadratic piece of the smooth hinge: small enough that the loss
-# stays within delta/2 of the hinge (so C keeps SVC's meaning), large enough
-# for L-BFGS's curvature pairs.
-_SMOOTH_DELTA = 0.5
-
-
-def labeled_loss(name: str, margin: np.ndarray) -> np.ndarray:
-    """Labeled losses at ``z = y f(x)``: the hinge of paper 000 Eq. (1),
-    the squared hinge ``max(0, 1 - z)^2`` (L2-SVM), and the smooth hinge
-    (the hinge with its kink replaced by a quadratic over ``1 - delta < z < 1``,
-    ``delta = 0.5``: differentiable, and within ``delta / 2`` of the hinge)."""
-    h = np.maximum(0.0, 1.0 - margin)
-    if name == "hinge":
-        return h
-    if name == "squared_hinge":
-        return h * h
-    d = _SMOOTH_DELTA
-    return np.where(h > d, h - 0.5 * d, h * h / (2.0 * d))
-
-
-def labeled_loss_grad(name: str, margin: np.ndarray) -> np.ndarray:
-    """``dl/dz`` of :func:`labeled_loss`."""
-    h = np.maximum(0.0, 1.0 - margin)
-    if name == "hinge":
-        return hinge_grad(margin)
-    if name == "squared_hinge":
-        return -2.0 * h
-    return -np.minimum(h / _SMOOTH_DELTA, 1.0)
 
 
 def _held_out_errors(Y: np.ndarray, f: np.ndarray, rows) -> np.ndarray:
@@ -697,200 +504,8 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
         self.balance_ = meta.get("balance", self.balance)
 
 
-_SHARED_PARAMS_DOC = """C : float, default=1.0
-        Weight of the *sum* of the labeled losses, as ``C`` of scikit-learn's
-        ``SVC``: ``1/2 ||f||^2 + C sum_L l(y f(x)) + C* sum_U u(f(x))``. Paper
-        000 Eq. (1) weighs the *mean* by its ``C``: ``C_paper = C * n_l``.
-    C_star : float or None, default=None
-        Weight of the sum of the unlabeled losses; None uses paper 004's rule
-        ``C * n_l / n_u`` (the unlabeled term weighs as much as the labeled
-        one; with Eq. (1)'s means this is ``C*_paper = C_paper``). The value
-        used is ``C_star_``.
-    kernel : {"rbf", "laplacian", "poly"}, default="rbf"
-    sigma : float or "scale", default="scale"
-        Kernel width, ``exp(-sigma ||x - x'||^2)`` (scikit-learn's ``gamma``);
-        ``"scale"`` is ``1 / (d Var X)`` as ``SVC(gamma="scale")``. The value
-        used is ``sigma_``.
-    degree, coef0 : polynomial kernel ``(sigma <x, x'> + coef0) ** degree``.
-    loss : {"squared_hinge", "smooth_hinge", "hinge"}, default="squared_hinge"
-        Labeled loss (:func:`labeled_loss`). The hinge of Eq. (1) is not
-        differentiable, which L-BFGS needs; the squared hinge (L2-SVM,
-        ``LinearSVC``'s default) and the smooth hinge are. The squared hinge
-        weighs a margin error more than the hinge at the same ``C`` (a larger
-        effective C where errors are large), the smooth hinge stays within
-        0.25 of the hinge (``SVC``'s scale of ``C``) but underfits at scale
-        (docs/fidelity.md, paper 000's departure 3).
-        Use "hinge" with ``solver="sgd"`` for the paper as printed.
-    unlabeled_loss : {"auto", "da", "shg", "sshg", "ramp", "ramp_cccp"}, \
-default="auto"
-        Table 2 of paper 000 (see :func:`unlabeled_loss`); "da" is smooth.
-        ``"auto"``: ``"da"`` for a binary problem, ``"shg"`` for one-vs-rest
-        (with ``balance="auto"``; the pair measured on MNIST, SSL-book COIL
-        and COIL-20, docs/fidelity.md). The value used is
-        ``unlabeled_loss_``. ``"ramp_cccp"`` (``solver="lbfgs"``, not on Dask
-        inputs): paper 004's symmetric ramp with smoothed hinges, minimised
-        as CCCP-TSVM minimises it -- concave-convex steps (Algorithm 1.3),
-        each an L-BFGS solve of the convex majorant from the previous
-        solution, no annealing (``anneal`` is ignored): from the
-        supervised machine with an anchored balance (``"clipped"``,
-        ``"supervised"``), from the constant ``mean_L y`` with ``"mean"``.
-        On the SSL-book sets g241c / g241n it follows CCCP-TSVM where paper
-        004's C* rule with ``"da"`` falls to chance.
-    s : float, default=-0.3
-        Ramp parameter (``unlabeled_loss="ramp"`` and ``"ramp_cccp"``).
-    solver : {"lbfgs", "sgd"}, default="lbfgs"
-        ``"sgd"`` is paper 000's Algorithm 1: triply stochastic functional
-        gradient steps (labeled minibatch, unlabeled minibatch, fresh block
-        of random features). ``"lbfgs"`` minimises the same objective over a
-        fixed expansion by L-BFGS in its primal over every row (annealed on
-        every row at once while the features are held, else on nested
-        seeded samples from 4096 rows per set up to all,
-        :func:`weakkernels._dsg.primal_levels`; the basis is ``features``):
-        the SGD reaches the exact SVM's accuracy only with far more
-        iterations than a default can afford when ``C`` is large
-        (docs/fidelity.md, paper 000's departure 1).
-    tol : float, default=1e-5
-        ``solver="lbfgs"``: stop a stage when the largest gradient entry falls
-        below ``tol`` times its value at the stage's start.
-    batch_size : int, default=256
-        ``solver="sgd"``: labeled and unlabeled minibatch size (paper: 256).
-    n_passes : float
-        ``solver="sgd"``: iterations ``T = ceil(n_passes * n_u / batch_size)``.
-    max_iter : int or None, default=None
-        ``solver="sgd"``: overrides ``n_passes``; ``solver="lbfgs"``: L-BFGS
-        iterations per annealing stage (None: 500).
-    learning_rate : {"decay", "constant", "fixed"}, default="decay"
-        ``solver="sgd"``: ``"decay"`` is ``eta0 / (eta0 + t)``, ``"constant"``
-        ``eta0 / T^(3/4)`` (paper 000 Theorem 1), ``"fixed"`` ``eta0`` (paper
-        000 Sec. 6's ``gamma = 1/eta``). ``"decay"``'s first step is 1 for any
-        ``eta0``: with the squared hinge and a large ``C`` (C = 10 on 30
-        labels) it lands where the loss is 10^4 times that of ``f = 0`` and
-        the run does not recover (a ``ConvergenceWarning`` says so); use the
-        hinge, as the papers do, or ``"constant"``.
-    eta0 : float, default=1.0
-    balance : {"auto", "clipped", "mean", "supervised", "quantile", "none"} \
-or bool, default="auto"
-        Balancing constraint on the bias (see :func:`balancing_bias`).
-        ``"auto"``: ``"clipped"`` for a binary problem, ``"mean"`` for
-        one-vs-rest (see ``unlabeled_loss``); the value used is ``balance_``.
-        ``"clipped"`` (binary default): ``mean_U clip(f, -1, 1) = mean_L y`` --
-        paper 004's Eq. (1.13) with the outputs clipped to the margin. With
-        ``solver="lbfgs"`` the first annealing stage (C* = 0, the supervised
-        machine) runs with a free bias, every later stage holds ``mean_U f``
-        where the clipped constraint puts it for the outputs the stage starts
-        from, and the returned machine holds it exactly; ``solver="sgd"``
-        sets the bias from each unlabeled minibatch, as for ``"mean"``. With
-        small outputs it is ``"mean"``; with saturated ones it fixes the class
-        fraction, so it does not pull the bias on imbalanced sets as ``"mean"``
-        does (docs/fidelity.md, paper 000's departures).
-        ``"mean"`` (or True) is paper 004 Eq. (1.13), ``mean_U f = mean_L y``;
-        with ``solver="lbfgs"`` it holds exactly (features centred on the
-        unlabeled rows); it assumes ``|f| ~ 1``. ``"quantile"`` fixes the
-        fraction of unlabeled points predicted positive to the labeled one
-        (Joachims' TSVM); with ``solver="lbfgs"`` it replaces the mean-balanced
-        bias after the solve. ``"supervised"`` (``solver="lbfgs"`` only) holds
-        ``mean_U f`` where the supervised first stage put it (it collapses
-        with that machine at small C). ``"none"``: no constraint
-        (``solver="lbfgs"`` then learns a free bias, ``solver="sgd"`` has
-        none, as printed).
-    anneal : float in [0, 1), default=0.5
-        Raise C* from 0, as S3VMlight and nabla-TSVM anneal the unlabeled
-        weight: the labeled points first place the boundary that the
-        non-convex unlabeled loss then refines. ``solver="sgd"``: linearly over
-        this fraction of the steps; ``solver="lbfgs"``: any value > 0 solves
-        the C*-fractions 0, .1, 1 in turn, each from the previous solution
-        (on to 3 and 10 with ``validation_fraction``).
-    validation_fraction : float in (0, 1), int >= 2, "auto" or None, \
-default="auto"
-        ``solver="lbfgs"``: choose C* as paper 004 does, on labeled
-        validation rows. This fraction of the labels (seeded, stratified) is
-        held out while the C* multiples 0, .1, 1, 3, 10 (0 and 1 with
-        ``anneal=0``) are fitted (an annealing path on the first sample
-        level, then each candidate
-        warm-started on every larger sample whose features are held:
-        :data:`weakkernels._dsg.SELECT_STAGES`); the one kept is the
-        supervised machine (C* = 0) unless another makes fewer errors on the
-        held-out rows by more than one standard error of the paired
-        difference (:func:`weakkernels._dsg.one_se_stage`). The machine
-        returned is then the fit on every label at that C*, bit for bit the
-        one ``C_star=C_star_, validation_fraction=None`` gives (the choice
-        costs about five fits up to the largest held level -- the whole fit
-        below 2 GiB of features -- and one more). ``C_star_`` is the C* kept,
-        ``validation_errors_`` each stage's (C*, held-out error). An int
-        ``k >= 2``: ``k``-fold cross-validation over the labels (stratified,
-        seeded) instead of one held-out part, for labels too few to spare:
-        the candidates are fitted without each fold, scored on it, and their
-        errors pooled over the folds (every label scored once) decide by the
-        one-SE rule against the given C* (not C* = 0: a few labels do not
-        resolve a gain of the unlabeled term, they do resolve a collapse;
-        :func:`weakkernels._dsg.one_se_stage`); with
-        ``unlabeled_loss="auto"`` on a binary problem ``"ramp_cccp"`` at the
-        given C* is one more candidate (``unlabeled_loss_`` says which loss
-        was kept, ``validation_losses_`` each candidate's). It costs about
-        ``k`` fits of every candidate, and one more. None: C* as given
-        (paper 004's rule by default). ``"auto"``: 0.1 from
-        :data:`AUTO_VALIDATION_MIN_LABELS` (10 000) labels on; below, 5 folds
-        where the problem has at most :data:`AUTO_CV_MAX_ROWS` (4 096) rows
-        and 5 labels of each class, a NumPy input and ``C_star > 0``
-        (where the rule falls to chance on small problems, this follows
-        CCCP-TSVM); else None, paper 004's
-        rule (what was used is ``validation_fraction_``).
-    features : {"auto", "fourier", "nystroem"}
-        The basis of the fixed expansion (TSGS3VM's default ``"auto"``,
-        FRS3VM's ``"fourier"``: the paper's fixed-feature baseline).
-        ``"fourier"``: seeded random Fourier features (the papers'; the model
-        file holds seeds and coefficients only). ``"nystroem"``
-        (``solver="lbfgs"``, RBF kernel): Nyström features on landmarks drawn
-        from the training rows (the labeled ones first), whitened
-        (:class:`weakkernels.random_features.NystromSpec`); the model file
-        stores the landmarks. Landmark count: ``max_features`` /
-        ``n_components`` if given, else every row up to 4096 rows (the exact
-        kernel machine) and :func:`weakkernels._dsg.nystroem_size` beyond. ``"auto"``:
-        Nyström where it applies (L-BFGS, RBF, at most 2^26 landmark entries,
-        features that fit 2 GiB or rows of at most 32 768 columns, streamed),
-        else Fourier. Why Nyström by default: at equal or lower cost it is as
-        accurate or more (docs/fidelity.md, paper 000's departures). The basis
-        used is ``features_``.
-    dtype : {"float32", "float64"}, default="float32"
-        Compute precision of the features.
-    random_state : int, RandomState instance or None
-        Seeds the minibatch stream, the samples and the feature blocks.
-    callback : callable or None
-        ``callback(estimator, n_iter)`` every ``callback_every`` SGD iterations
-        or after each L-BFGS stage, with the estimator usable for
-        ``decision_function`` (Optuna pruning, curves).
-    callback_every : int, default=10
-    solver_options : SolverOptions or None, default=None
-        The solvers' tunables (:class:`weakkernels.SolverOptions`: sample
-        levels, feature-count rules, caches, caps); None: the defaults."""
-
-_ATTRIBUTES_DOC = """classes_ : ndarray, the real classes (never -1).
-    coef_ : ndarray of shape (n_outputs, ``n_features_model_``)
-    intercept_ : ndarray (n_outputs,)
-    spec_ : FeatureSpec, the seeds and layout that regenerate the features.
-    C_star_, sigma_, unlabeled_loss_, balance_ : the values used (resolved
-        defaults; ``C_star_`` the one kept with ``validation_fraction``).
-    validation_errors_ : ndarray (n_candidates, 2), with
-        ``validation_fraction`` only: each candidate's C* and error on the
-        held-out labels (pooled over the folds with cross-validation).
-    validation_losses_ : tuple of str, each candidate's unlabeled loss.
-    features_ : str, the basis used ("nystroem" or "fourier").
-    n_iter_ : SGD steps, or L-BFGS iterations summed over the stages.
-    objective_curve_ : minibatch loss estimate per SGD step, or the objective
-        at the end of each L-BFGS stage.
-    n_blocks_, seed_, platt_"""
-
-
-def _fill_doc(cls):
-    """Insert the parameter and attribute texts the two estimators share."""
-    cls.__doc__ = cls.__doc__.replace("{shared}", _SHARED_PARAMS_DOC).replace(
-        "{attributes}", _ATTRIBUTES_DOC
-    )
-    return cls
-
-
 @register
-@_fill_doc
+@fill_doc
 class TSGS3VM(_S3VMBase):
     """Semi-supervised SVM on seeded random features (paper 000).
 
@@ -1022,7 +637,7 @@ class TSGS3VM(_S3VMBase):
 
 
 @register
-@_fill_doc
+@fill_doc
 class FRS3VM(_S3VMBase):
     """The same S3VM objective on one fixed block of ``n_components`` random
     features: paper 000's FRS3VM baseline.
