@@ -436,7 +436,7 @@ def load_bytes(payload: bytes, *, max_bytes: int = MAX_BYTES):
     meta, arrays = loads(payload, max_bytes=max_bytes)
     name = meta.get("estimator")
     # Estimator modules register themselves on import; ``import weakkernels``
-    # imports every public module of the package (``_import_estimator_modules``).
+    # imports every public module of the package (its ``__init__.py``).
     if name not in _REGISTRY:
         raise ModelFormatError(f"unknown estimator {name!r} in model file")
     return _REGISTRY[name]._from_artifact(meta, arrays)
