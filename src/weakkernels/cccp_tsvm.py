@@ -24,6 +24,7 @@ import logging
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
+from types import SimpleNamespace
 
 import numpy as np
 import scipy.sparse as sp
@@ -959,81 +960,10 @@ class CCCPTSVM(_CCCPBase):
             kp = self._kernel_problem(X, mean_idx, rows=order)
         else:
             kp = self._kernel_problem(X[order], mean_idx)
-        C = float(self.C)
-        C_star = float(C_star)
-        self.C_star_ = C_star
-        s = float(self.s)
-        opts = dict(tol=self.tol, max_iter=self.max_iter, shrinking=self.shrinking)
-
-        # Variables (Sec. 1.5.3): L labeled, U unlabeled with y = +1, the same U
-        # with y = -1, then alpha_0 of the balancing example (Eq. 1.15).
-        n_bal = 1 if self.balance else 0
-        pov = np.concatenate(
-            [np.arange(L), np.arange(L, L + U), np.arange(L, L + U),
-             np.full(n_bal, L + U)]
-        ).astype(np.int64)
-        y_dup = np.concatenate([np.ones(U), -np.ones(U)])
-        cap = np.concatenate([np.full(L, C), np.full(2 * U, C_star), np.zeros(n_bal)])
-        concave = np.concatenate(
-            [np.zeros(L, bool), np.ones(2 * U, bool), np.zeros(n_bal, bool)]
-        )
-        free = np.concatenate([np.zeros(L + 2 * U, bool), np.ones(n_bal, bool)])
-
-        balanced_init = self.balance and self.init == "balanced"
-
-        def problem(kp, yl):
-            yv = np.concatenate([yl, y_dup, np.ones(n_bal)])
-            zeta = yv.copy()
-            if self.balance:
-                zeta[-1] = yl.mean()  # zeta_0 of Algorithm 1.3 (Eq. 1.13)
-            # theta^0: hinge SVM on the labeled points (with alpha_0 when
-            # balanced_init: the labeled SVM under Eq. 1.13)
-            w = np.zeros(kp.m)
-            if balanced_init:
-                a_lab, b0, cap0 = _hinge_svm(kp, np.arange(L), yl, C,
-                                             x0=(L + U, zeta[-1]), **opts)
-                w[L + U] = a_lab[-1]
-            else:
-                a_lab, b0, cap0 = _hinge_svm(kp, np.arange(L), yl, C, **opts)
-            w[:L] = a_lab[:L]
-            f0 = kp.kernel_times(w)[: L + U] + b0
-            f_var = f0[pov[: L + 2 * U]]
-            beta0 = np.zeros(pov.size)
-            beta0[: L + 2 * U] = np.where(
-                concave[: L + 2 * U] & (yv[: L + 2 * U] * f_var < s), C_star, 0.0
-            )
-            alpha0 = np.zeros(pov.size)
-            alpha0[:L] = a_lab[:L]
-            if balanced_init:
-                alpha0[-1] = a_lab[-1]
-            res = _cccp(
-                kp, pov, yv, zeta, cap, concave, free, s, beta0, alpha0,
-                max_cccp_iter=self.max_cccp_iter, **opts,
-            )
-            res["hit_cap"] |= cap0
-            return res
-
-        coefs, intercepts, f_lab, curves, n_iters = [], [], [], [], []
-        hit_cap = False
-        f_unl = []
-        for res in _solve_problems(kp, problem,
-                                   self._binary_targets(y_enc, classes.size),
-                                   self.n_jobs):
-            hit_cap |= res["hit_cap"]
-            # Collapse variables onto the training rows: the two copies of an
-            # unlabeled point add up, and x_0 = mean of the unlabeled points.
-            wb = np.bincount(pov, weights=res["alpha"], minlength=kp.m)
-            coef_b = wb[: L + U].copy()
-            if self.balance:
-                coef_b[L:] += wb[L + U] / U
-            coef = np.zeros(X.shape[0])
-            coef[order] = coef_b
-            coefs.append(coef)
-            intercepts.append(res["b"])
-            f_lab.append(res["f"][:L])
-            f_unl.append(res["f"][L : L + U])
-            curves.append(res["curve"])
-            n_iters.append(res["n_iter"])
+        self.C_star_ = C_star = float(C_star)
+        var = self._variables(L, U, float(self.C), C_star)
+        coefs, intercepts, f_lab, f_unl, curves, n_iters, hit_cap = (
+            self._solve_targets(kp, var, y_enc, classes.size, order, X.shape[0]))
         f_train = [
             np.concatenate([fl, fu]) for fl, fu in zip(f_lab, f_unl, strict=True)
         ]
@@ -1048,6 +978,89 @@ class CCCPTSVM(_CCCPBase):
             transduction[unl] = classes[np.argmax(np.column_stack(f_unl), axis=1)]
         self.transduction_ = transduction
         return self
+
+    def _variables(self, L: int, U: int, C: float, C_star: float):
+        """The dual variables of Sec. 1.5.3: L labeled, U unlabeled with
+        y = +1, the same U with y = -1, then alpha_0 of the balancing example
+        (Eq. 1.15): their base points ``pov``, the unlabeled copies' targets,
+        caps, which are concave (ramp) and which free (alpha_0)."""
+        n_bal = 1 if self.balance else 0
+        return SimpleNamespace(
+            L=L, U=U, C=C, C_star=C_star, n_bal=n_bal,
+            pov=np.concatenate(
+                [np.arange(L), np.arange(L, L + U), np.arange(L, L + U),
+                 np.full(n_bal, L + U)]
+            ).astype(np.int64),
+            y_dup=np.concatenate([np.ones(U), -np.ones(U)]),
+            cap=np.concatenate([np.full(L, C), np.full(2 * U, C_star),
+                                np.zeros(n_bal)]),
+            concave=np.concatenate(
+                [np.zeros(L, bool), np.ones(2 * U, bool), np.zeros(n_bal, bool)]
+            ),
+            free=np.concatenate([np.zeros(L + 2 * U, bool), np.ones(n_bal, bool)]),
+        )
+
+    def _cccp_target(self, kp, yl, var):
+        """Algorithm 1.3 for one binary target ``yl`` of the labeled points."""
+        L, U, pov, concave = var.L, var.U, var.pov, var.concave
+        s = float(self.s)
+        opts = dict(tol=self.tol, max_iter=self.max_iter, shrinking=self.shrinking)
+        balanced_init = self.balance and self.init == "balanced"
+        yv = np.concatenate([yl, var.y_dup, np.ones(var.n_bal)])
+        zeta = yv.copy()
+        if self.balance:
+            zeta[-1] = yl.mean()  # zeta_0 of Algorithm 1.3 (Eq. 1.13)
+        # theta^0: hinge SVM on the labeled points (with alpha_0 when
+        # balanced_init: the labeled SVM under Eq. 1.13)
+        w = np.zeros(kp.m)
+        if balanced_init:
+            a_lab, b0, cap0 = _hinge_svm(kp, np.arange(L), yl, var.C,
+                                         x0=(L + U, zeta[-1]), **opts)
+            w[L + U] = a_lab[-1]
+        else:
+            a_lab, b0, cap0 = _hinge_svm(kp, np.arange(L), yl, var.C, **opts)
+        w[:L] = a_lab[:L]
+        f0 = kp.kernel_times(w)[: L + U] + b0
+        f_var = f0[pov[: L + 2 * U]]
+        beta0 = np.zeros(pov.size)
+        beta0[: L + 2 * U] = np.where(
+            concave[: L + 2 * U] & (yv[: L + 2 * U] * f_var < s), var.C_star, 0.0
+        )
+        alpha0 = np.zeros(pov.size)
+        alpha0[:L] = a_lab[:L]
+        if balanced_init:
+            alpha0[-1] = a_lab[-1]
+        res = _cccp(
+            kp, pov, yv, zeta, var.cap, concave, var.free, s, beta0, alpha0,
+            max_cccp_iter=self.max_cccp_iter, **opts,
+        )
+        res["hit_cap"] |= cap0
+        return res
+
+    def _solve_targets(self, kp, var, y_enc, n_classes, order, n_rows):
+        """Algorithm 1.3 for every binary target (one-vs-rest), each solution
+        collapsed onto the training rows: the two copies of an unlabeled point
+        add up, and x_0 = mean of the unlabeled points."""
+        L, U, pov = var.L, var.U, var.pov
+        coefs, intercepts, f_lab, f_unl, curves, n_iters = [], [], [], [], [], []
+        hit_cap = False
+        for res in _solve_problems(kp, functools.partial(self._cccp_target, var=var),
+                                   self._binary_targets(y_enc, n_classes),
+                                   self.n_jobs):
+            hit_cap |= res["hit_cap"]
+            wb = np.bincount(pov, weights=res["alpha"], minlength=kp.m)
+            coef_b = wb[: L + U].copy()
+            if self.balance:
+                coef_b[L:] += wb[L + U] / U
+            coef = np.zeros(n_rows)
+            coef[order] = coef_b
+            coefs.append(coef)
+            intercepts.append(res["b"])
+            f_lab.append(res["f"][:L])
+            f_unl.append(res["f"][L : L + U])
+            curves.append(res["curve"])
+            n_iters.append(res["n_iter"])
+        return coefs, intercepts, f_lab, f_unl, curves, n_iters, hit_cap
 
     def _artifact_state(self):
         meta, arrays = super()._artifact_state()
