@@ -312,9 +312,9 @@ def max_file_bytes(max_bytes: int = MAX_BYTES) -> int:
 def read_model_file(path: str | os.PathLike, *, max_bytes: int = MAX_BYTES) -> bytes:
     """The bytes of a model file, its type and size checked before reading.
 
-    A FIFO blocked ``load`` forever and ``/dev/zero`` or a 3 GiB file were read
-    whole before any check (``MemoryError`` after 1.6 GB resident): the file
-    is opened without blocking, must be a regular file, and its size must be
+    A FIFO would block ``load`` forever and ``/dev/zero`` or a huge file be
+    read whole before any check: the file is opened without blocking, must be
+    a regular file, and its size must be
     within :func:`max_file_bytes` -- else :class:`ModelFormatError`.
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)

@@ -100,8 +100,8 @@ def ramp_cccp_slope(f0: np.ndarray, s: float) -> np.ndarray:
 # Binary: the smooth "da" and the clipped balance (chosen on imbalanced binary
 # sets: cod-rna, ijcnn1). One-vs-rest: the symmetric hinge and paper 004's
 # mean balance (Eq. 1.13) -- with "da" the ten MNIST problems pile their
-# unlabeled outputs onto two digits (100 labels: 37 % error against 29 % for
-# SVC and 19 % with this pair); BENCHMARKS.md, "Multiclass defaults".
+# unlabeled outputs onto two digits (docs/benchmarks/design_notes.md,
+# "The estimators' defaults").
 _AUTO = {"unlabeled_loss": ("da", "shg"), "balance": ("clipped", "mean")}
 
 

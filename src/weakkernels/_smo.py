@@ -1129,11 +1129,9 @@ def cache_array(shape: tuple[int, int], dtype) -> np.ndarray:
     ``np.empty`` advises transparent huge pages (``MADV_HUGEPAGE``) for large
     arrays; with the kernel's ``defrag=madvise`` setting every first touch of
     a 2 MB page may then compact memory synchronously. The cache is written
-    once, row after row, by the fill: writing a 21 001 x 21 001 float64 array
-    (the ijcnn1 cache, 3.5 GB) once cost 11.2 s of system CPU with the advice
-    and 1.9 s without, on the project's 2-core VM under load (the CCCP page of
-    BENCHMARKS.md has the fit). The rows' values do not depend on where they
-    are stored.
+    once, row after row, by the fill, and the compaction cost several times
+    the writes (docs/benchmarks/design_notes.md, "The exact-kernel solver").
+    The rows' values do not depend on where they are stored.
     """
     dtype = np.dtype(dtype)
     nbytes = int(shape[0]) * int(shape[1]) * dtype.itemsize
@@ -1158,8 +1156,8 @@ def _fill_span(X, sqnorm, code, sigma, degree, coef0, block, b0, b1, n_fill, dat
     The rows are computed in blocks (:func:`_rows_block`) into ``buf``, or, when
     ``direct`` (float64 ``data``, ``block == 1``, else a ``(0, 0)`` array) is
     given and every row of the span is cached, straight into their slots of
-    the cache itself -- on the ijcnn1 cache 3.5 GB fewer bytes written and
-    read. Touches no shared state but its own rows of ``data``, so spans run
+    the cache itself -- the cache's size in bytes fewer written and read.
+    Touches no shared state but its own rows of ``data``, so spans run
     on concurrent threads (:meth:`KernelProblem._fill`).
     """
     n_pts = sqnorm.shape[0]

@@ -374,8 +374,7 @@ class QSGS2AUC(_AUCRankerMixin, RandomFeatureClassifier):
     t0 : float, default=50.0
         ``solver="sgd"``: step offset. ``t0=0`` is paper 003's ``theta / t``
         exactly; with it and a large ``theta`` the first steps overshoot
-        (cod-rna, 300 steps: AUC 0.94 at best with ``t0=0`` vs 0.97 with
-        ``t0=50``).
+        (docs/benchmarks/design_notes.md, "The estimators' defaults").
     features : {"fourier", "nystroem", "auto"}, default="auto"
         The basis of the fixed expansion on which Eq. (9) is minimized.
         ``"fourier"``: the paper's seeded random Fourier features (Eq. 10;

@@ -64,8 +64,8 @@ _TWO_PI = 2.0 * math.pi
 # with few mantissa bits and a low remainder (Cody-Waite), so k*2pi is exact enough.
 # Rows per GEMM chunk are chosen so one chunk of Z holds about this many floats
 # (8 MB in float32). Large enough that the cosine pass crosses
-# _PARALLEL_MIN_WORK and runs on both cores: with 1 MB chunks it never did, and
-# d = 300 training took 5.0 s instead of 3.8 s (benchmarks/throughput.py).
+# _PARALLEL_MIN_WORK and runs on both cores, which 1 MB chunks never did
+# (docs/benchmarks/design_notes.md, "Random features").
 _GEMM_ELEMS = 1 << 21
 
 # Nyström's float32 kernel on dense rows of at most _NARROW_ROWS columns
@@ -203,13 +203,14 @@ def _fast_cos(x):
     ``tests/test_random_features_range.py``): 1.8e-3 rad at the accepted
     limit ``FLOAT32_PHASE_LIMIT``, below the float32 ulp of ``x`` there
     (7.8e-3), so the phase itself, not the reduction, bounds the accuracy.
-    An exact reduction in float64 cost 60 % of the cosine pass at 4096
-    features. Inputs beyond the limit are refused by
+    An exact reduction in float64 costs a large share of the cosine pass
+    (docs/benchmarks/design_notes.md, "Random features"). Inputs beyond the
+    limit are refused by
     :meth:`FeatureSpec.check_phase_range`; ``h^2`` is still clamped to
     ``(pi/2)^2``, so a stray large phase (a Cauchy frequency of the Laplacian
     kernel) gives a bounded value, never the polynomial far outside its range
-    (which returned up to ~1e34, or inf). One ``min`` costs ~2 % of the cosine
-    pass; clamping ``r`` on both sides cost ~12 %.
+    (which returned up to ~1e34, or inf). One ``min`` is cheaper than
+    clamping ``r`` on both sides.
     """
     k = np.floor(x * _INV_2PI_F + np.float32(0.5))
     r = (x - k * _2PI_HI_F) - k * _2PI_LO_F
@@ -458,10 +459,9 @@ def work_array(work: dict | None, key: str, shape, dtype) -> np.ndarray:
     blocks a process frees, as it does in a plain process. A 2 048-row
     chunk of 2 048 streamed Nyström features (d = 28, float32) makes 34
     such arrays -- the 16 MB kernel, its 32 blocks of 1 MB float64
-    products, the float64 rows -- and a worker spent ~3x the CPU of one
-    process on a pass; with these buffers ~1.1x, the same bits
-    (BENCHMARKS.md, "Where the workers' extra CPU went";
-    ``benchmarks/dask_pass_cost.py``)."""
+    products, the float64 rows: reused buffers give a worker the CPU of one
+    process on a pass, with the same bits (docs/benchmarks/design_notes.md,
+    "Dask workers")."""
     if work is None:
         return np.empty(shape, dtype=dtype)
     n = math.prod(shape)
@@ -617,8 +617,8 @@ class FeatureSpec:
 
         Every block draws its frequencies from one distribution, so this is a
         property of the spec, computed once (regenerating a few blocks) rather
-        than from each ``W`` a solver passes in: per call, a d x 256 pass and a
-        partition cost ~4 % of a d = 8 training run.
+        than from each ``W`` a solver passes in (per call, a d x 256 pass and
+        a partition: docs/benchmarks/design_notes.md, "Random features").
         """
         cached = self.__dict__.get("_median_frequency_norm")
         if cached is None:
@@ -740,7 +740,7 @@ class FeatureSpec:
         out = np.zeros((n, K), dtype=np.float64)
         if blocks_per_chunk is None:
             # 4096 features per chunk, fewer when d x 4096 frequencies would
-            # exceed 2^24 entries (64 MB in float32; d = 47 000 took 770 MB):
+            # exceed 2^24 entries (64 MB in float32, not d x 4096 of them):
             # unchanged, so bit-identical, for d <= 4096.
             feats = min(4096, max(1, _CHUNK_FREQUENCIES // max(self.d, 1)))
             blocks_per_chunk = max(1, feats // self.block_size)
@@ -805,8 +805,8 @@ class NystromSpec:
     Meanti et al. 2020): the primal problem on ``phi`` is the kernel machine
     restricted to ``span{k(z_j, .)}``, as well conditioned as the kernel
     allows. Unlike random Fourier features the basis adapts to the data, so
-    far fewer features reach the exact kernel's accuracy (MNIST: see
-    BENCHMARKS.md, "Accuracy at scale").
+    far fewer features reach the exact kernel's accuracy
+    (docs/benchmarks/design_notes.md, "Random features").
 
     The model file stores the landmarks (``m x d`` floats, not a seed alone)
     and recomputes ``L`` when it is loaded. One block of ``m`` features: the
@@ -923,9 +923,9 @@ class NystromSpec:
         full ``phi``, ``m^2`` per row) and no :meth:`whitening`: for a
         sample small enough to hold, whose chunks are built once and read at
         every evaluation -- there the ``m^2`` products per evaluation of the
-        folded form cost more than the rows (MNIST, 1 000 labels, U = 5 000,
-        4 096 landmarks: 311 s fit CPU folded on every level, 129 s before).
-        One shared twin (the same object at every call)."""
+        folded form cost more than the rows (docs/benchmarks/design_notes.md,
+        "Random features"). One shared twin (the same object at every
+        call)."""
         if self._twin is None:
             twin = copy.copy(self)
             twin._per_row, twin._twin = True, twin

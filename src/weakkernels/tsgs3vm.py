@@ -88,23 +88,18 @@ def _held_out_errors(Y: np.ndarray, f: np.ndarray, rows) -> np.ndarray:
 # validation_fraction="auto": hold out this fraction of the labels to choose
 # C* (paper 004's validation set) when there are at least this many labels,
 # as HistGradientBoosting's early_stopping="auto" validates from 10 000
-# samples on. From there a tenth of the labels resolves the differences the
-# C* stages make: 10 000 labels of a uniform-density teacher (synthetic,
-# d = 28), the paper's C* rule 8.79 / 8.66 % test error at 10^5 / 10^7 rows,
-# the held-out choice (C* = 0) 8.41 / 8.31 %, SVC on the labels 8.43 %
-# (BENCHMARKS.md, "C* on held-out labels"); below it the labels are too few
-# to spare (MNIST's 1 000: 100 held-out rows resolve about +-3 pp).
+# samples on: from there a tenth of the labels resolves the differences the
+# C* stages make, below it the labels are too few to spare
+# (docs/benchmarks/design_notes.md, "The estimators' defaults").
 AUTO_VALIDATION_MIN_LABELS = 10_000
 AUTO_VALIDATION_FRACTION = 0.1
 # Below that, on a problem of at most this many rows (every row a Nystrom
 # landmark: the exact kernel machine, a fit of seconds), "auto" chooses by
 # this many folds of cross-validation over the labels instead, with ramp_cccp
-# one more candidate for the binary default loss. On SSL-book g241n (100
-# labels, 1 400 unlabeled) the rule falls to chance at C <= 10; the choice
-# does not (20.6 % best of C against CCCP-TSVM's 21.6 %; BENCHMARKS.md,
-# "SSL-book sets"); MNIST, 1 000 labels, 2 000 unlabeled: 6.87 against
-# 7.06 % (3 seeds), at about 10x the rule's CPU. Not above this size, where the
-# k + 1 fits would cost minutes.
+# one more candidate for the binary default loss: where the rule falls to
+# chance on small problems (SSL-book g241n), the choice does not. Not above
+# this size, where the k + 1 fits would cost minutes (docs/benchmarks/design_notes.md,
+# "The estimators' defaults").
 AUTO_CV_MAX_ROWS = 4096
 AUTO_CV_FOLDS = 5
 
@@ -276,6 +271,7 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
             # the concave-convex steps are their own continuation from their
             # start (the supervised machine, or the constant mean_L y with
             # balance="mean"): the C*-fraction stages cost accuracy on g241n
+            # (docs/benchmarks/design_notes.md, "The estimators' defaults")
             anneal=0.0 if uname == "ramp_cccp" else float(self.anneal))
 
     def _fit_candidate(self, data: FitData, problem: Problem, uname: str):
@@ -285,7 +281,7 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
     def _majorize(self, data: FitData, f, rows):
         """Re-linearise the concave part at the outputs ``f`` of the unlabeled
         ``rows``; the fraction of slopes (in [-1, 1]) that moved by more than
-        1 % of their range."""
+        0.02 (a hundredth of their range)."""
         slope = data.slope
         rows = np.arange(data.set_sizes[1]) if rows is None else rows
         new = ramp_cccp_slope(f, self.s)

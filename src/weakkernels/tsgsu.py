@@ -359,10 +359,8 @@ class TSGSU(RandomFeatureClassifier, _SUBase):
         Consistent correction function of the partial risks: "none" is the
         unbiased risk of Eq. 7; paper 002 uses the absolute value (Eq. 8).
         The correction makes the objective non-convex with kinks where a
-        partial risk crosses zero, where L-BFGS stalls: on cod-rna (same
-        protocol as under ``lam``, sigma 0.03) ``solver="lbfgs"`` reached
-        0.889 / 0.892 accuracy with "abs" at lam = 1e-4 / 1e-3 against
-        0.918 / 0.921 with "none". Use "abs" with ``solver="sgd"``, where
+        partial risk crosses zero, where L-BFGS stalls (docs/fidelity.md,
+        paper 002's departure 2). Use "abs" with ``solver="sgd"``, where
         the minibatch rule of Lu et al. applies.
     kernel : {"rbf", "laplacian", "poly"}, default="rbf"
     sigma : float or "scale", default="scale"

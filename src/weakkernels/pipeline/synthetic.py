@@ -14,8 +14,8 @@ Data model (a learnable, nonlinear teacher)::
 ``f`` is a random-Fourier-feature sample of a Gaussian process with an RBF kernel
 ``exp(-sigma ||x - x'||^2)``, ``sigma = gamma^2 / 2``, so an RBF kernel machine with
 a width near :attr:`SyntheticSpec.teacher_sigma` can learn it; the Bayes error is
-``label_noise`` (2 %).  Measured on synthetic_hepmass (BENCHMARKS.md): an RBF SVC
-on 10,000 labeled rows reaches ~8 % test error, on 1,000 rows ~16 %.
+``label_noise`` (0.02); what an RBF SVC reaches on it: docs/benchmarks/design_notes.md,
+"The pipeline".
 
 With ``gap > 0`` (the cluster assumption of paper 004, Sec. 1.5: the decision
 boundary lies in a region of low density), rows whose teacher value is among the
@@ -236,7 +236,7 @@ def make_rcv1_like(
     """SYNTHETIC RCV1-shaped sparse binary classification set.
 
     Not RCV1 and not derived from it: a generator with RCV1's shape -- about
-    47 000 term columns, 0.16 % of them nonzero per document (~75 terms),
+    47 000 term columns, a density of 0.0016 per document (~75 terms),
     cosine-normalized tf-idf rows -- for scale runs of the sparse paths
     (``benchmarks/sparse_rcv1_scale.py``). Every table made from it must say
     "synthetic RCV1-shaped data".
