@@ -65,6 +65,7 @@ repro: $(STAMP)
 	test -d .dvc || $(BIN)/dvc init --quiet
 	$(BIN)/dvc config core.analytics false
 	$(BIN)/dvc config core.check_update false
+	@sh pipelines/python -m weakkernels.pipeline.params_schema params.yaml
 	$(BIN)/dvc repro
 
 # Serve a registered version by hand (the champion alias; evaluate moves it only

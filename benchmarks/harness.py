@@ -224,7 +224,7 @@ def _random_ssl_split(proto, ds, y, n_u, n_val, rng):
     n_test = int(min(n_test, y.size // 3))
     test, val, pool = perm[:n_test], perm[n_test:n_test + n_val], perm[
         n_test + n_val:]
-    n_l = int(proto["n_labeled"])
+    n_l = int(ds.get("n_labeled", proto["n_labeled"]))  # a set may set its own
     lab = np.concatenate([pool[y[pool] == c][:1] for c in (0, 1)])
     lab = np.concatenate([lab, np.setdiff1d(pool, lab, assume_unique=True)[
         : n_l - lab.size]])

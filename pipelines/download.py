@@ -26,9 +26,11 @@ def main(argv: list[str] | None = None) -> int:
     records = download_section(params["data"]["datasets"], args.out,
                                params["download"], Path(args.params).resolve().parent,
                                progress=sys.stderr.isatty())
-    for name, recs in records.items():
-        for r in recs:
+    for name in params["data"]["datasets"]:
+        for r in records.get(name, []):
             print(f"{name}: {r['file']} <- {r['origin']} (verified={r['verified']})")
+        if name not in records:
+            print(f"{name}: data.local, read by the stage local@{name}")
     return 0
 
 

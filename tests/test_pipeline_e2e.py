@@ -62,6 +62,8 @@ def build_project(tmp: Path, *, models: list[str] | None = None,
         shutil.copy(ROOT / name, tmp / name)
     shutil.copytree(ROOT / "pipelines", tmp / "pipelines",
                     ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp / "data" / "local").mkdir(parents=True)  # a dependency of prepare
+    shutil.copy(ROOT / "data" / "local" / "README.md", tmp / "data" / "local")
     # The whole package, imported from the copy (PYTHONPATH): edits to the
     # working tree during the test (study names hash the estimator code) do not
     # leak into the stages.

@@ -877,7 +877,7 @@ def test_auto_holds_out_a_tenth_of_the_labels_from_ten_thousand_on():
     y = np.repeat([0, 1], [6000, 4000])
     n = 100_000
     assert resolve_validation_fraction("auto", y, "lbfgs", n) == 0.1
-    assert resolve_validation_fraction("auto", y[1:], "lbfgs", n) is None  # 9 999
+    assert resolve_validation_fraction("auto", y[1:], "lbfgs", n) == 0.2  # 9 999
     assert resolve_validation_fraction("auto", y, "sgd", n) is None
     # a class with fewer than ten labels cannot give the held-out part one
     rare = np.r_[np.zeros(20000), np.ones(9)]
@@ -886,11 +886,24 @@ def test_auto_holds_out_a_tenth_of_the_labels_from_ten_thousand_on():
     assert resolve_validation_fraction(None, y, "lbfgs", n) is None
 
 
+def test_auto_holds_out_a_fifth_of_the_labels_between_the_two():
+    """Above the cross-validated sizes and below ten thousand labels the C*
+    candidates still face the supervised machine on held-out labels."""
+    y = np.repeat([0, 1], [600, 400])
+    assert resolve_validation_fraction("auto", y, "lbfgs", 61_000) == 0.2
+    assert resolve_validation_fraction("auto", y, "lbfgs", 61_000, True) == 0.2
+    assert resolve_validation_fraction("auto", y, "sgd", 61_000) is None
+    # a class of one label cannot be on both sides
+    assert resolve_validation_fraction("auto", np.r_[y, 2], "lbfgs", 61_000) is None
+    # nor can two labels of two classes
+    assert resolve_validation_fraction("auto", np.array([0, 1]), "lbfgs", 5000) is None
+
+
 def test_auto_cross_validates_where_every_row_is_a_landmark():
     y = np.repeat([0, 1], [60, 40])
     assert resolve_validation_fraction("auto", y, "lbfgs", 1500) == 5
     assert resolve_validation_fraction("auto", y, "lbfgs", 4096) == 5
-    assert resolve_validation_fraction("auto", y, "lbfgs", 4097) is None
+    assert resolve_validation_fraction("auto", y, "lbfgs", 4097) == 0.2
     assert resolve_validation_fraction("auto", y, "sgd", 1500) is None
     assert resolve_validation_fraction("auto", y, "lbfgs", 1500, True) is None
     # five folds need five labels of every class

@@ -55,6 +55,19 @@ class SolverOptions:
     primal_fold_min_rows : int or None, default=None
         Nyström levels of at least this many rows fold the whitening into the
         coefficients instead of streaming whitened rows (None: never).
+    primal_method : {"lbfgs", "newton"}, default="lbfgs"
+        The minimiser of each primal solve: scipy's L-BFGS, or truncated
+        Newton with a sub-sampled Hessian (:mod:`weakkernels._dsg.newton`;
+        losses that give their curvature, else L-BFGS).
+    newton_max_iter : int, default=20
+        Newton iterations per solve (at most ``lbfgs_max_iter`` too).
+    newton_cg_max_iter : int, default=100
+        Conjugate-gradient steps per Newton system.
+    newton_cg_tol : float, default=0.1
+        A Newton system is solved to this fraction of its gradient's norm.
+    newton_hessian_rows : int, default=4096
+        Rows of a point set on which the Hessian is estimated (a seeded
+        sample of the level's rows when it has more).
     cccp_tol : float, default=1e-3
         A concave-convex stage (paper 004 Algorithm 1.3) ends when at most this
         fraction of the concave part's slopes move ...
@@ -118,6 +131,11 @@ class SolverOptions:
     primal_large_level_max_iter: int = 4
     primal_level_noise_fraction: float = 0.5
     primal_fold_min_rows: int | None = None
+    primal_method: str = "lbfgs"
+    newton_max_iter: int = 20
+    newton_cg_max_iter: int = 100
+    newton_cg_tol: float = 0.1
+    newton_hessian_rows: int = 4096
     cccp_tol: float = 1e-3
     cccp_max_steps: int = 20
     anneal_stages: tuple = (0.0, 0.1, 1.0)
@@ -143,7 +161,12 @@ class SolverOptions:
                "cccp_max_steps": 1, "lbfgs_max_iter": 1, "lbfgs_features": 1,
                "lbfgs_max_features": 1, "lbfgs_large_features": 1,
                "streamed_features": 1, "nystroem_all_rows": 1,
+               "newton_max_iter": 1, "newton_cg_max_iter": 1,
+               "newton_hessian_rows": 1,
                "nystroem_sqrt_factor": 1, "nystroem_streamed": 1, "sgd_max_steps": 1}
+
+    # fields that name a method
+    _CHOICES = {"primal_method": ("lbfgs", "newton")}
 
     def __post_init__(self):
         object.__setattr__(self, "anneal_stages",
@@ -151,6 +174,11 @@ class SolverOptions:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if field.name == "primal_fold_min_rows" and value is None:
+                continue
+            if field.name in self._CHOICES:
+                if value not in self._CHOICES[field.name]:
+                    raise ValueError(f"SolverOptions.{field.name}={value!r}: "
+                                     f"one of {self._CHOICES[field.name]}")
                 continue
             if isinstance(value, bool) != (field.type == "bool") or (
                     not isinstance(value, (int, float, tuple))):

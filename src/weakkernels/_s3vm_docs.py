@@ -140,8 +140,10 @@ default="auto"
         where the problem has at most :data:`AUTO_CV_MAX_ROWS` (4 096) rows
         and 5 labels of each class, a NumPy input and ``C_star > 0``
         (where the rule falls to chance on small problems, this follows
-        CCCP-TSVM); else None, paper 004's
-        rule (what was used is ``validation_fraction_``).
+        CCCP-TSVM); between the two, :data:`AUTO_HELD_FRACTION` (0.2) of
+        the labels held out against the supervised machine; None (paper
+        004's rule) only where the labels cannot be split (what was used is
+        ``validation_fraction_``).
     features : {"auto", "fourier", "nystroem"}
         The basis of the fixed expansion (TSGS3VM's default ``"auto"``,
         FRS3VM's ``"fourier"``: the paper's fixed-feature baseline).

@@ -221,3 +221,30 @@ def labeled_loss_grad(name: str, margin: np.ndarray) -> np.ndarray:
     if name == "squared_hinge":
         return -2.0 * h
     return -np.minimum(h / _SMOOTH_DELTA, 1.0)
+
+
+def labeled_loss_curvature(name: str, margin: np.ndarray) -> np.ndarray:
+    """``d^2 l / dz^2`` of :func:`labeled_loss` (0 at and beyond the kinks:
+    the generalised Hessian of a piecewise quadratic)."""
+    h = np.maximum(0.0, 1.0 - margin)
+    if name == "hinge":
+        return np.zeros_like(h)
+    if name == "squared_hinge":
+        return 2.0 * (h > 0.0)
+    return ((h > 0.0) & (h < _SMOOTH_DELTA)) / _SMOOTH_DELTA
+
+
+def unlabeled_loss_curvature(name: str, f: np.ndarray, s: float = -0.3) -> np.ndarray:
+    """The convex part of ``u''(f)`` of :func:`unlabeled_loss`, negative
+    curvature clipped to 0 (for ``"ramp_cccp"``: of its convex majorant,
+    :func:`ramp_cccp_convex`)."""
+    if name in ("shg", "ramp"):
+        return np.zeros_like(f)
+    if name == "sshg":
+        return (np.abs(f) < 1.0).astype(np.float64)
+    if name == "da":
+        return np.maximum(0.0, (100.0 * f * f - 10.0) * np.exp(-5.0 * f * f))
+    if name == "ramp_cccp":
+        return (labeled_loss_curvature("smooth_hinge", f)
+                + labeled_loss_curvature("smooth_hinge", -f))
+    raise ValueError(f"unknown unlabeled loss {name!r}")

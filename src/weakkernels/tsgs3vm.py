@@ -55,11 +55,13 @@ from weakkernels._s3vm_losses import (
     balancing_bias,
     check_sgd_outputs,
     labeled_loss,
+    labeled_loss_curvature,
     labeled_loss_grad,
     ramp_cccp_convex,
     ramp_cccp_slope,
     resolve_auto,
     unlabeled_loss,
+    unlabeled_loss_curvature,
     unlabeled_loss_grad,
 )
 
@@ -102,6 +104,11 @@ AUTO_VALIDATION_FRACTION = 0.1
 # "The estimators' defaults").
 AUTO_CV_MAX_ROWS = 4096
 AUTO_CV_FOLDS = 5
+# Between the two, "auto" holds out this fraction of the labels: the C*
+# candidates fitted without them face the supervised machine (C* = 0) there
+# by the one-SE rule, so no size runs the rule unchecked
+# (docs/benchmarks/solvers.md, "Model selection").
+AUTO_HELD_FRACTION = 0.2
 
 
 def resolve_validation_fraction(value, y_labeled: np.ndarray, solver: str,
@@ -143,9 +150,13 @@ def resolve_validation_fraction(value, y_labeled: np.ndarray, solver: str,
     if y_labeled.size >= AUTO_VALIDATION_MIN_LABELS:
         return (AUTO_VALIDATION_FRACTION
                 if counts.min() * AUTO_VALIDATION_FRACTION >= 1 else None)
-    if (not distributed and n_rows <= AUTO_CV_MAX_ROWS
-            and counts.min() >= AUTO_CV_FOLDS):
-        return AUTO_CV_FOLDS
+    if n_rows <= AUTO_CV_MAX_ROWS:
+        return (AUTO_CV_FOLDS if not distributed and counts.min() >= AUTO_CV_FOLDS
+                else None)
+    # a held-out part needs a label of every class on both sides
+    held = math.ceil(AUTO_HELD_FRACTION * y_labeled.size)
+    if counts.min() >= 2 and counts.size <= held <= y_labeled.size - counts.size:
+        return AUTO_HELD_FRACTION
     return None
 
 
@@ -259,6 +270,9 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
         # row and output, set by the solver at each concave-convex step
         data.slope = (np.zeros((n_u, K))
                       if uname == "ramp_cccp" or ramp_candidate else None)
+        # cross-validation (small problems): the held features of the
+        # unlabeled rows, built once for every fold and for the final fit
+        data.feature_cache = {} if isinstance(vf, Integral) else None
         uname, C_star = self._select(data, self.C_star_, uname, ramp_candidate)
         return (self._problem(data, data.XL, data.Y, C_star, uname=uname),
                 self._solve_keywords(uname))
@@ -324,6 +338,13 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
             return (k * unlabeled_loss(uname, f, self.s).sum(),
                     k * unlabeled_loss_grad(uname, f, self.s))
 
+        def curvature(s, f, rows, m, w):
+            """The generalised second derivative of ``pointwise``."""
+            if s == 0:
+                return C * n_l / m * labeled_loss_curvature(lname, Y[rows] * f)
+            k = C_star * w * n_u / m
+            return k * unlabeled_loss_curvature(uname, f, self.s)
+
         def loss(fs, idx, sizes, w):
             parts = [pointwise(s, f, np.arange(f.shape[0]) if i is None else i,
                                f.shape[0], w)
@@ -338,10 +359,10 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
             balance_target=_ANCHORS[balance](r) if balance in _ANCHORS
             and not sgd else r,
             uses=lambda w: [True, w * C_star > 0] + [False] * bool(held),
-            pointwise=pointwise, outputs_on=1,
+            pointwise=pointwise, curvature=curvature, outputs_on=1,
             majorize=partial(self._majorize, data) if cccp else None,
             select=(2, partial(_held_out_errors, held[1])) if held else None,
-            options=data.opts,
+            options=data.opts, feature_cache=data.feature_cache,
         )
 
     def _select(self, data: FitData, C_star: float, uname: str,
@@ -425,6 +446,8 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
             self.intercept_ = np.array(b, dtype=np.float64).reshape(model.K)
 
     def _check_solution(self, result, data: FitData) -> None:
+        if data.feature_cache is not None:
+            data.feature_cache.clear()  # the final fit's features, no longer read
         if result.balance_outputs is not None and _BALANCE[self.balance_] != 2:
             # the outputs on every unlabeled row, as the machine predicts them
             # ("quantile" moves the bias after the solve: not these outputs)

@@ -146,10 +146,12 @@ class _PrimalSet:
     frequencies at every product, so memory stays O(chunk x D) whatever n is.
     Chunk boundaries do not depend on the thread count and partial sums are
     added in chunk order: the products are bit-identical for any number of
-    threads.
+    threads. ``chunks``: the held chunks of the same rows under the same
+    spec, built by another solve of the same fit (they are not rebuilt).
     """
 
-    def __init__(self, problem, s, idx, spec, W, second, norm, cache, pool):
+    def __init__(self, problem, s, idx, spec, W, second, norm, cache, pool,
+                 chunks=None):
         self.problem, self.s, self.idx = problem, s, idx
         self.spec, self.W, self.second, self.norm = spec, W, second, norm
         self.m = problem.sizes()[s] if idx is None else idx.size
@@ -157,7 +159,9 @@ class _PrimalSet:
         opts = getattr(problem, "options", DEFAULT_OPTIONS)
         self.step, self.block_bytes = opts.primal_chunk_rows, opts.fused_block_bytes
         self.starts = list(range(0, self.m, self.step)) or [0]
-        self.chunks = self._map(self._features) if cache else None
+        # (chunks given: the same rows' features, held by an earlier solve)
+        self.chunks = (chunks if chunks is not None
+                       else self._map(self._features) if cache else None)
 
     def _features(self, c: int) -> np.ndarray:
         r0 = self.starts[c]

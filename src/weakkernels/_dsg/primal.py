@@ -27,6 +27,7 @@ from weakkernels._dsg.chunks import (
 )
 from weakkernels._dsg.levels import level_gtol, level_rows, primal_levels
 from weakkernels._dsg.model import Expansion, FunctionalModel, _set_primal
+from weakkernels._dsg.newton import newton_minimize
 from weakkernels._selection import SELECT_STAGES, one_se_stage
 from weakkernels._threads import one_blas_thread
 from weakkernels._validation import check_divergence
@@ -48,6 +49,7 @@ class PrimalSolver:
 
     def __init__(self, problem, spec, n_blocks, anneal, seed):
         self.problem, self.spec, self.n_blocks = problem, spec, n_blocks
+        self.seed = int(seed)
         self.K, self.lam, self.dtype = problem.K, problem.lam, spec.dtype
         self.opts = opts = problem.options
         self.sizes = sizes = problem.sizes()
@@ -127,16 +129,72 @@ class PrimalSolver:
         """Set ``s``'s features on the current level (built on first use)."""
         cur = self.cur
         if cur["sets"][s] is None:
-            # rows held elsewhere (Dask workers) bring their own point set
-            source, index = self.problem.sets[s]
-            make = getattr(source, "primal_set", None)
-            cur["sets"][s] = (
-                make(index, cur["idx"][s], cur["spec"], self.W, self.second,
-                     self.norm, cur["cache"], self.pool, self.opts)
-                if make
-                else _PrimalSet(self.problem, s, cur["idx"][s], cur["spec"], self.W,
-                                self.second, self.norm, cur["cache"], self.pool))
+            cur["sets"][s] = self._point_set(s, cur["idx"][s], cur["cache"])
         return cur["sets"][s]
+
+    def _point_set(self, s, idx, cache):
+        """The features of rows ``idx`` (sorted; None: all) of set ``s``
+        under the current level's spec."""
+        cur = self.cur
+        # rows held elsewhere (Dask workers) bring their own point set
+        source, index = self.problem.sets[s]
+        make = getattr(source, "primal_set", None)
+        if make:
+            return make(index, idx, cur["spec"], self.W, self.second, self.norm,
+                        cache, self.pool, self.opts)
+        shared = self.problem.feature_cache
+        if not cache or shared is None:
+            return _PrimalSet(self.problem, s, idx, cur["spec"], self.W,
+                              self.second, self.norm, cache, self.pool)
+        # the held features of these rows, as another solve of the same fit
+        # built them (a fold, a candidate): the same bits, not built again
+        key = (id(source), id(index), id(cur["spec"]), self.n_blocks,
+               None if idx is None else (idx.size, hash(idx.tobytes())))
+        hit = shared.get(key)
+        if hit is not None and hit[0] is source and hit[1] is index and (
+                hit[2] is None if idx is None else np.array_equal(hit[2], idx)):
+            chunks = hit[3]
+        else:
+            chunks = None
+        ps = _PrimalSet(self.problem, s, idx, cur["spec"], self.W, self.second,
+                        self.norm, cache, self.pool, chunks)
+        shared[key] = (source, index, idx, ps.chunks)
+        return ps
+
+    def squared_chunks(self, s, hs):
+        """The squares of the held chunks of set ``s``'s Hessian sample
+        ``hs`` (built once per level; None if its features are not held)."""
+        if getattr(hs, "chunks", None) is None:
+            return None
+        squares = self.cur.setdefault("squared_chunks", {})
+        if s not in squares:
+            squares[s] = [np.square(P) for P in hs.chunks]
+        return squares[s]
+
+    def hessian_sets(self, w):
+        """``(s, point set, rows)`` of every set the loss reads at weight
+        ``w``, on which :mod:`~weakkernels._dsg.newton` estimates the
+        Hessian: the level's rows of a set of at most
+        ``options.newton_hessian_rows`` rows, else a seeded sample of that
+        many of them (held, built once per level)."""
+        cur, cap = self.cur, self.opts.newton_hessian_rows
+        held = cur.setdefault("hessian_sets", {})
+        out = []
+        for s, u in enumerate(self.used_sets(w)):
+            if not u:
+                continue
+            if s not in held:
+                idx = cur["idx"][s]
+                n = self.sizes[s] if idx is None else idx.size
+                rows = np.arange(n) if idx is None else idx
+                if n <= cap:
+                    held[s] = (self.get(s), rows)
+                else:
+                    pick = np.sort(np.random.Generator(np.random.Philox(
+                        key=self.seed + 101 + s)).permutation(n)[:cap])
+                    held[s] = (self._point_set(s, rows[pick], True), rows[pick])
+            out.append((s, *held[s]))
+        return out
 
     def enter(self, k):
         """Make level ``k`` current (features cached when they fit)."""
@@ -151,6 +209,8 @@ class PrimalSolver:
         cur = self.cur
         cur.pop("mu", None)
         cur.pop("psi_sums", None)
+        cur.pop("hessian_sets", None)
+        cur.pop("squared_chunks", None)
         cur.update(level=k, idx=idx, sets=[None] * len(self.sizes), rows=rows,
                    cache=rows * self.D * self.dtype.itemsize <= self.budget,
                    spec=lspec, white=Whitening(lspec))
@@ -308,12 +368,15 @@ class PrimalSolver:
                           self.levels[k], fraction)
 
     def _solve(self, z, w, start, iters, level_tol, majorised):
-        """L-BFGS from ``z`` at weight ``w``; with a majorised loss, the
-        concave-convex steps, each re-linearising before its solve. Returns
-        ``(z, result of the last solve, iterations)``."""
+        """L-BFGS (or, with ``options.primal_method="newton"`` and a loss of
+        known curvature, truncated Newton) from ``z`` at weight ``w``; with a
+        majorised loss, the concave-convex steps, each re-linearising before
+        its solve. Returns ``(z, result of the last solve, iterations)``."""
         from scipy.optimize import minimize
 
         problem, n_iter = self.problem, 0
+        newton = (self.opts.primal_method == "newton"
+                  and problem.curvature is not None)
         for step in range(self.opts.cccp_max_steps if majorised else 1):
             if majorised:
                 s_mm = problem.outputs_on
@@ -322,6 +385,13 @@ class PrimalSolver:
                                          self.cur["idx"][s_mm])
                 if step > 0 and moved <= self.opts.cccp_tol:
                     break
+            if newton:
+                res = newton_minimize(self, z, w,
+                                      min(iters, self.opts.newton_max_iter),
+                                      level_tol)
+                z = res.x
+                n_iter += int(res.nit)
+                continue
             res = minimize(
                 # a re-linearised objective is not the start's
                 self.objective if majorised

@@ -51,6 +51,12 @@ class Problem:
         ``m`` of its rows are drawn. The L-BFGS solver then evaluates the
         loss and its gradient chunk by chunk, with the features of a chunk
         generated once per evaluation instead of twice when they are streamed.
+    curvature : callable ``curvature(s, f, rows, m, w) -> (r, K)`` or None
+        The second derivatives of ``pointwise`` w.r.t. ``f`` (it is
+        separable per row and output), negative parts clipped to zero (a
+        generalised Hessian), scaled as ``pointwise`` is for ``m`` rows
+        drawn. Needed by ``options.primal_method="newton"``; without it the
+        primal solver uses L-BFGS.
     moments : callable ``moments(totals, ms, w) -> (value, coefs)`` or None
         L-BFGS only, one output (``K = 1``): the same loss as ``loss``,
         which depends on the outputs of each set only through their sums
@@ -94,17 +100,23 @@ class Problem:
         machine (on that level) and every stage's ``(weight, error)``.
     options : SolverOptions or None
         The solver's tunables (None: :data:`DEFAULT_OPTIONS`).
+    feature_cache : dict or None
+        L-BFGS / Newton: a dict shared by the problems of one fit (the folds
+        and candidates of a model selection): the held features of a set's
+        rows are built once and read by every solve on the same rows, basis
+        and feature count (None: each solve builds its own).
     """
 
     def __init__(self, sets, n_outputs, loss, *, lam=1.0, intercept="none",
                  balance=None, balance_set=1, balance_target=None, uses=None,
                  pointwise=None, outputs_on=None, majorize=None, select=None,
-                 moments=None, options=None):
+                 moments=None, curvature=None, options=None, feature_cache=None):
         if moments is not None and (int(n_outputs) != 1 or pointwise is not None
                                     or uses is not None):
             raise ValueError("a loss of the outputs' moments has one output, "
                              "reads every set and has no pointwise form")
         self.moments = moments
+        self.feature_cache = feature_cache
         self.options = DEFAULT_OPTIONS if options is None else options
         self.sets = sets
         self.select = select
@@ -112,6 +124,7 @@ class Problem:
         self.outputs_on = outputs_on
         self.uses = uses
         self.pointwise = pointwise
+        self.curvature = curvature if pointwise is not None else None
         self.K = int(n_outputs)
         self.loss = loss
         self.lam = float(lam)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from weakkernels.pipeline.local_data import load_local
 from weakkernels.pipeline.storage import (
     atomic_write_bytes,
     atomic_write_json,
@@ -504,6 +505,12 @@ def _loadmat(fh) -> dict:
     return sio.loadmat(io.BytesIO(fh.read()))
 
 
+def _issparse(a) -> bool:
+    import scipy.sparse as sp
+
+    return sp.issparse(a)
+
+
 def _dense(a) -> np.ndarray:
     import scipy.sparse as sp
 
@@ -511,13 +518,19 @@ def _dense(a) -> np.ndarray:
 
 
 def load_raw(name: str, raw_dir: str | os.PathLike, *, keep_sparse: bool = False,
-             **options) -> RawData:
+             local_dir: str | os.PathLike | None = None, **options) -> RawData:
     """Parse dataset ``name`` from ``raw_dir`` (the download stage's output).
 
     ``keep_sparse``: LIBSVM-format files give a CSR ``X`` (float64) instead of a
     dense array (the ``prepare`` stage decides later whether to keep it sparse);
-    every other format is dense either way.
+    every other format is dense either way.  A name outside the registry is a
+    user's table (``data.local``), read from ``local_dir`` (the ``local@<name>``
+    stages' output, :mod:`weakkernels.pipeline.local_data`); its ``y`` is NaN
+    on the unlabeled rows.
     """
+    if name not in DATASETS and local_dir is not None:
+        X, y = load_local(local_dir, name)
+        return RawData(X if keep_sparse or not _issparse(X) else _dense(X), y)
     spec = DATASETS[name]
     if spec.parser == "synthetic":  # float32 memmap: no copy until prepare scales
         X, y = open_synthetic(Path(raw_dir) / spec.dir)
@@ -694,11 +707,14 @@ def download_section(datasets: list[str], out_dir, cfg: dict, root, *,
                      progress: bool = False) -> dict[str, list[dict]]:
     """:func:`download` with the ``download`` section of ``params.yaml``; a
     relative ``download.mirror`` is relative to the main repository (also from
-    a ``dvc exp run`` temp copy under ``root``)."""
+    a ``dvc exp run`` temp copy under ``root``).  Names outside the registry
+    are the user's tables of ``data.local`` (``load_params`` refused any other):
+    their ``local@<name>`` stages read them, this stage has nothing to fetch."""
     mirror = cfg["mirror"]
     if mirror and not Path(mirror).is_absolute():
         mirror = main_repo_root(root) / mirror
-    return download(datasets, out_dir, mirror=mirror, retries=int(cfg["retries"]),
+    shipped = [d for d in datasets if d in DATASETS]
+    return download(shipped, out_dir, mirror=mirror, retries=int(cfg["retries"]),
                     timeout=float(cfg["timeout"]),
                     use_network=bool(cfg["use_network"]),
                     allow_unverified=bool(cfg["allow_unverified"]),

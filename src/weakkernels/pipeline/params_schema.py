@@ -17,8 +17,11 @@ Rules
   used;
 * an unknown key that resembles no known key only warns, so a stage added by
   another change does not break the pipeline before this schema learns it;
-* ``data.datasets`` names must be in the dataset manifest and ``models.names``
-  in the model registry (the nearest valid name is suggested);
+* ``data.datasets`` names must be in the dataset manifest or ``data.local``
+  and ``models.names`` in the model registry (the nearest valid name is
+  suggested); a ``data.local`` entry names a file that exists, a known format
+  and its label column, under a name that is no shipped set's, and is in
+  neither ``split.official`` nor ``split.su.datasets``;
 * numbers are finite (NaN and infinity pass every range comparison);
 * lists of seeds, sizes and names are non-empty and repeat nothing;
 * cross-key rules: ``tune.split_seed`` is one of ``split.seeds``,
@@ -47,11 +50,13 @@ import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
 
 from weakkernels.pipeline.datasets import DATASETS
+from weakkernels.pipeline.local_data import entry_problems
 from weakkernels.pipeline.registry import (
     MODELS,
     FitContext,
@@ -124,7 +129,10 @@ def _ok(t: T, v: Any) -> bool:
 INT0, INT1 = T("int", min=0), T("int", min=1)
 SIZES = T("int", list_of=True, min=1)  # unlabeled sizes: positive integers
 SCHEMA: dict[str, Any] = {
-    "data": {"datasets": T("str", list_of=True)},
+    # data.local: {<name>: {path, format, label}}, checked by
+    # local_data.entry_problems (a map of the user's names, not fixed keys)
+    # (a map, never null: dvc.yaml's foreach stage iterates over it)
+    "data": {"datasets": T("str", list_of=True), "local": T("map")},
     "download": {
         "mirror": T("str", nullable=True),
         "use_network": T("bool"),
@@ -417,6 +425,33 @@ def _cross_rules(params: Mapping) -> list[str]:
     return out
 
 
+def _local_rules(params: Mapping, root) -> list[str]:
+    """``data.local`` entries (:func:`~weakkernels.pipeline.local_data.
+    entry_problems`: keys, format, the file exists), names apart from the
+    shipped sets', and only the split kinds a table with its own unlabeled
+    rows has (no official splits, no similar pairs)."""
+    local = _section(params, "data", "local")
+    if not isinstance(local, Mapping):
+        return []
+    out = []
+    for name, entry in local.items():
+        if name in DATASETS:
+            out.append(f"data.local.{name}: {name!r} is a shipped data set; give "
+                       "your table another name")
+            continue
+        out.extend(entry_problems(name, entry, root))
+    for path, lacks in ((("split", "official"), "official splits"),
+                        (("split", "su", "datasets"), "similar-pair (SU) splits "
+                         "(they draw pairs and unlabeled rows from fully labeled "
+                         "data)")):
+        names = _section(params, *path)
+        for name in names if isinstance(names, list) else []:
+            if name in local:
+                out.append(f"{'.'.join(path)}: {name!r} is a data.local table; "
+                           f"it has no {lacks}")
+    return out
+
+
 _STORAGE_URL = re.compile(r"^(sqlite:///.+|journal:.+|(postgresql|mysql)"
                           r"(\+\w+)?://.+)$")
 
@@ -539,18 +574,26 @@ def _build_problem(model: str, point: dict, settings: dict) -> str | None:
     return None
 
 
-def validate_params(params: Any, *, source: str = "params.yaml") -> dict:
+def validate_params(params: Any, *, source: str = "params.yaml",
+                    root: str | os.PathLike | None = None) -> dict:
     """Check ``params`` against :data:`SCHEMA`; return it unchanged.
 
-    Raises :class:`ParamsError` listing every problem found; warns (UserWarning)
+    ``root``: the repository, against which a relative ``data.local`` path is
+    resolved (default: the directory of ``source``).  Raises
+    :class:`ParamsError` listing every problem found; warns (UserWarning)
     about keys that resemble no known key.
     """
     errors: list[str] = []
     unknown: list[str] = []
     _walk(SCHEMA, params if params is not None else {}, "", errors, unknown)
     if isinstance(params, Mapping):
+        local = _section(params, "data", "local")
+        local = local if isinstance(local, Mapping) else {}
+        errors.extend(_local_rules(params, Path(source).resolve().parent
+                                   if root is None else root))
         for section, key, known, what in (
-            ("data", "datasets", DATASETS, "the dataset manifest"),
+            ("data", "datasets", {**DATASETS, **local},
+             "the dataset manifest"),
             ("models", "names", MODELS, "the model registry"),
         ):
             node = params.get(section)
@@ -581,4 +624,26 @@ def load_params(path: str | os.PathLike = "params.yaml") -> dict[str, Any]:
     """Read the whole ``params.yaml``, checked against :data:`SCHEMA`; stages
     pick their own sections."""
     with open(path, encoding="utf-8") as fh:
-        return validate_params(yaml.safe_load(fh) or {}, source=str(path))
+        return validate_params(yaml.safe_load(fh) or {}, source=str(path),
+                               root=Path(path).resolve().parent)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m weakkernels.pipeline.params_schema [params.yaml]``: check the
+    file and print nothing, or every problem and exit 1.  ``make repro`` runs
+    it before ``dvc repro``, whose own templating (``dvc.yaml``'s
+    ``${item.path}`` of a ``data.local`` entry) would otherwise meet a broken
+    entry first and name it less clearly."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        load_params(args[0] if args else "params.yaml")
+    except ParamsError as exc:
+        print(f"ERROR: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -4,9 +4,10 @@
 ``minmax`` maps every feature to [0, 1] as in paper 003's protocol; ``none``
 keeps the raw values), ``scale_lo`` / ``scale_span`` (that scaling,
 ``clip((x - lo) / span, 0, 1)``, which the served MLflow model applies to raw
-rows), ``y`` (int64 in ``0..K-1``; ``-1`` stays reserved for
-"unlabeled"), ``classes`` (the upstream label of each code, sorted) and, where
-shipped, the official splits.  ``<out>/summary.json`` records shapes and counts.
+rows), ``y`` (int64 in ``0..K-1``; ``-1`` marks the unlabeled rows a
+``data.local`` table brings, never a class), ``classes`` (the upstream label
+of each code, sorted) and, where shipped, the official splits.
+``<out>/summary.json`` records shapes and counts.
 
 Sparse sets (``prepare.sparse``, see :func:`keep_sparse`): a LIBSVM-format set
 whose stored density is below ``prepare.sparse_density`` stays CSR.  Its ``X``
@@ -98,18 +99,30 @@ def scale_features(X, how: str):
 
 
 def encode_labels(y_raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Map upstream labels (sorted) to ``0..K-1``: -1/+1 -> 0/1, 1/2 -> 0/1."""
-    classes, codes = np.unique(y_raw, return_inverse=True)
-    return codes.astype(np.int64), classes
+    """Map upstream labels (sorted) to ``0..K-1``: -1/+1 -> 0/1, 1/2 -> 0/1.
+
+    A NaN label (an unlabeled row of a ``data.local`` table) gets ``-1``; the
+    classes are those of the labeled rows."""
+    unlabeled = np.isnan(y_raw) if np.asarray(y_raw).dtype.kind == "f" else None
+    if unlabeled is None or not unlabeled.any():
+        classes, codes = np.unique(y_raw, return_inverse=True)
+        return codes.astype(np.int64), classes
+    classes, codes = np.unique(y_raw[~unlabeled], return_inverse=True)
+    out = np.full(len(y_raw), -1, dtype=np.int64)
+    out[~unlabeled] = codes
+    return out, classes
 
 
 def prepare(datasets: list[str], raw_dir, out_dir, *, scale: str, sparse: str,
-            sparse_density: float) -> dict:
+            sparse_density: float, local_dir=None) -> dict:
     """Write ``<out_dir>/<name>.npz`` per dataset (and ``<name>.X.npz`` for a
-    sparse one); ``scale``, ``sparse``, ``sparse_density`` are ``prepare.*``."""
+    sparse one); ``scale``, ``sparse``, ``sparse_density`` are ``prepare.*``;
+    ``local_dir`` holds the ``data.local`` tables (``local@<name>`` stages).
+    A table's unlabeled rows get ``y == -1`` (the estimators' convention)."""
     summary = {}
     for name in datasets:
-        raw = load_raw(name, raw_dir, keep_sparse=sparse != "never")
+        raw = load_raw(name, raw_dir, keep_sparse=sparse != "never",
+                       local_dir=local_dir)
         is_sparse = keep_sparse(raw.X, sparse, sparse_density)
         if is_sparse:
             X_raw = sp.csr_matrix(raw.X, dtype=np.float64)
@@ -137,11 +150,13 @@ def prepare(datasets: list[str], raw_dir, out_dir, *, scale: str, sparse: str,
             "n": int(X.shape[0]),
             "d": int(X.shape[1]),
             "classes": classes.tolist(),
-            "class_counts": np.bincount(y).tolist(),
+            "class_counts": np.bincount(y[y >= 0]).tolist(),
             "official_splits": int(len(raw.split_labeled))
             if raw.split_labeled is not None else 0,
             "scale": how,
         }
+        if (y < 0).any():  # a data.local table's own unlabeled rows
+            summary[name]["unlabeled"] = int((y < 0).sum())
         if is_sparse:  # dense entries stay as they were (byte-identical outputs)
             summary[name]["format"] = "csr"
             summary[name]["density"] = float(X.nnz / max(1, X.shape[0] * X.shape[1]))

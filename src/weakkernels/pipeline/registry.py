@@ -36,6 +36,7 @@ from sklearn.semi_supervised import LabelSpreading, SelfTrainingClassifier
 from sklearn.svm import SVC
 
 from weakkernels._artifact import load as load_model
+from weakkernels._options import SolverOptions
 from weakkernels._selection import c_star_rule
 from weakkernels.baselines.auc import PNUAUC, ExactS2AUC
 from weakkernels.baselines.su import CUU, SUSL
@@ -527,6 +528,9 @@ def make(name: str, params: dict, seed: int):
     cls = MODELS[name].cls
     if cls is None:
         raise ValueError(f"{name}: the catalogue entry names no estimator class")
+    if isinstance(params.get("solver_options"), dict):  # as a protocol file writes it
+        params = {**params,
+                  "solver_options": SolverOptions.from_dict(params["solver_options"])}
     if "random_state" in inspect.signature(cls).parameters:
         return cls(random_state=seed, **params)
     return cls(**params)

@@ -11,6 +11,9 @@
   ``k`` uses ``idxLabs[k]`` as labeled and ``idxUnls[k]`` as unlabeled; the test
   set is the unlabeled set itself (transductive, as in the paper).  The validation
   points are drawn from the unlabeled set, so only the tuning split should use them.
+* ``pool`` -- a set with its own unlabeled rows (a ``data.local`` table): the
+  ``ssl`` split with the labeled, validation and test points drawn from the
+  labeled rows and the unlabeled pool from the unlabeled ones.
 * ``su`` -- similar-unlabeled (paper 002 §6): ``n_pairs`` similar pairs whose
   common label is positive with probability pi^2 / (pi^2 + (1-pi)^2) (two points
   drawn from p(x, y) and kept when their labels agree), ``n_U`` unlabeled points
@@ -31,6 +34,7 @@ from scipy.sparse import issparse
 __all__ = [
     "fit_arrays",
     "official_split",
+    "pool_split",
     "resolve",
     "ssl_split",
     "stratified_folds",
@@ -96,6 +100,56 @@ def ssl_split(
     val = rest[:n_val]
     test = rest[n_val : n_val + n_test]
     unlabeled = rest[n_val + n_test : n_val + n_test + n_other]
+    if transductive:
+        unlabeled = np.concatenate([test, unlabeled])[:n_u]
+    return {
+        "labeled": labeled,
+        "unlabeled": unlabeled,
+        "val": val,
+        "test": test,
+        "n_unlabeled": np.asarray(sorted(n_unlabeled), dtype=np.int64),
+    }
+
+
+def pool_split(
+    y: np.ndarray,
+    *,
+    n_labeled: int,
+    n_unlabeled: Sequence[int],
+    n_val: int,
+    n_test: int,
+    seed: int,
+    transductive: bool = False,
+) -> dict[str, np.ndarray]:
+    """Split of a set that brings its own unlabeled rows (``y == -1``; a
+    ``data.local`` table): the labeled points, the validation and the test
+    points come from its labeled rows as in :func:`ssl_split`, the unlabeled
+    pool is its unlabeled rows (shuffled; the sizes are nested prefixes).
+
+    ``transductive``: the pool starts with the test points, then the set's
+    unlabeled rows.  Sizes the set cannot hold are an error naming the
+    ``split.ssl`` key and the row counts.
+    """
+    y = np.asarray(y)
+    rng = np.random.default_rng(seed)
+    lab, unl = np.flatnonzero(y != -1), np.flatnonzero(y == -1)
+    n_u = max(n_unlabeled)
+    n_other = max(n_u - n_test, 0) if transductive else n_u
+    need = n_labeled + n_val + n_test
+    if need > len(lab):
+        raise ValueError(
+            f"split.ssl.n_labeled + n_val + n_test: {n_labeled} + {n_val} + "
+            f"{n_test} = {need} labeled rows needed, the set has {len(lab)}")
+    if n_other > len(unl):
+        raise ValueError(
+            f"split.ssl.n_unlabeled: {n_u} unlabeled rows asked"
+            f"{f' ({n_other} beyond the test points)' if transductive else ''}, "
+            f"the set has {len(unl)} (rows with an empty or -1 label)")
+    labeled = _stratified_pick(y, rng.permutation(lab), n_labeled, rng)
+    rest = rng.permutation(np.setdiff1d(lab, labeled, assume_unique=True))
+    val = rest[:n_val]
+    test = rest[n_val : n_val + n_test]
+    unlabeled = rng.permutation(unl)[:n_other]
     if transductive:
         unlabeled = np.concatenate([test, unlabeled])[:n_u]
     return {

@@ -3,7 +3,10 @@
 * ``ssl`` splits for every dataset: the shipped split ``k`` for datasets listed in
   ``split.official`` (g50c, SSL book; test = the unlabeled points), else a random
   split with ``split.ssl`` sizes (``split.ssl.transductive``: the unlabeled
-  pool starts with the test points).  The AUC model reads the same file (P/N/U).
+  pool starts with the test points); a ``data.local`` table's own unlabeled
+  rows are its unlabeled pool, its labeled rows give the labeled, validation
+  and test points (:func:`~weakkernels.pipeline.splits.pool_split`).  The AUC
+  model reads the same file (P/N/U).
 * ``su`` splits (similar pairs, unlabeled, test = n_U/3; paper 002 §6) for the
   datasets in ``split.su.datasets``.
 
@@ -18,7 +21,12 @@ from pathlib import Path
 import numpy as np
 
 from weakkernels.pipeline.common import load_prepared, split_path
-from weakkernels.pipeline.splits import official_split, ssl_split, su_split
+from weakkernels.pipeline.splits import (
+    official_split,
+    pool_split,
+    ssl_split,
+    su_split,
+)
 from weakkernels.pipeline.storage import atomic_write_json, save_npz
 
 __all__ = ["make_splits"]
@@ -43,12 +51,18 @@ def make_splits(
                 sp = official_split(data["split_labeled"], data["split_unlabeled"],
                                     seed, n_val=int(ssl_cfg["n_val"]), seed=seed)
             else:
-                sp = ssl_split(
-                    y, n_labeled=int(ssl_cfg["n_labeled"]),
-                    n_unlabeled=[int(n) for n in ssl_cfg["n_unlabeled"]],
-                    n_val=int(ssl_cfg["n_val"]), n_test=int(ssl_cfg["n_test"]),
-                    seed=seed, transductive=bool(ssl_cfg["transductive"]),
-                )
+                # a set with its own unlabeled rows (data.local) keeps them
+                # as the unlabeled pool
+                own = bool((y == -1).any())
+                try:
+                    sp = (pool_split if own else ssl_split)(
+                        y, n_labeled=int(ssl_cfg["n_labeled"]),
+                        n_unlabeled=[int(n) for n in ssl_cfg["n_unlabeled"]],
+                        n_val=int(ssl_cfg["n_val"]), n_test=int(ssl_cfg["n_test"]),
+                        seed=seed, transductive=bool(ssl_cfg["transductive"]),
+                    )
+                except ValueError as exc:
+                    raise ValueError(f"{name}: {exc}") from exc
             save_npz(split_path(out_dir, name, "ssl", seed), **sp)
             index[name][f"ssl_seed{seed}"] = {k: int(np.size(v)) for k, v in sp.items()}
             if name in su_cfg["datasets"]:

@@ -1,0 +1,210 @@
+"""The truncated-Newton primal solver (``SolverOptions(primal_method="newton")``).
+
+Its Hessian-vector products against finite differences of the objective's
+gradient, the losses' curvatures against finite differences of their
+derivatives, its minimiser against L-BFGS's on a smooth convex problem, and
+the same model bits for any thread count.
+"""
+
+from dataclasses import replace
+
+import numba
+import numpy as np
+import pytest
+
+from weakkernels import TSGS3VM, SolverOptions
+from weakkernels._dsg import Problem, fit_expansion
+from weakkernels._dsg.newton import _Hessian, newton_minimize
+from weakkernels._dsg.primal import PrimalSolver
+from weakkernels.random_features import FeatureSpec
+from weakkernels.tsgs3vm import (
+    LABELED_LOSSES,
+    UNLABELED_LOSSES,
+    labeled_loss_curvature,
+    labeled_loss_grad,
+    unlabeled_loss_curvature,
+    unlabeled_loss_grad,
+)
+
+NEWTON = SolverOptions(primal_method="newton", primal_chunk_rows=50)
+
+
+def _problem(intercept, opts, n=300, seed=0):
+    """A smooth convex problem: the logistic loss on 40 labeled rows and a
+    softplus of the outputs on the rest, with its exact curvature."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    lab = np.zeros(n, bool)
+    lab[rng.choice(n, 40, replace=False)] = True
+    Y = np.where(X[lab, 0] + 0.3 * rng.normal(size=lab.sum()) > 0, 1.0, -1.0)[:, None]
+
+    def pointwise(s, f, rows, m, w):
+        if s == 0:
+            z = -Y[rows] * f
+            return (3.0 * float(np.logaddexp(0, z).sum()),
+                    -3.0 * Y[rows] / (1 + np.exp(-z)))
+        return (0.5 * w * float(np.logaddexp(0, f).sum()),
+                0.5 * w / (1 + np.exp(-f)))
+
+    def curvature(s, f, rows, m, w):
+        p = 1 / (1 + np.exp(-f))
+        return (3.0 if s == 0 else 0.5 * w) * p * (1 - p)
+
+    def loss(fs, idx, sizes, w):
+        parts = [pointwise(s, f, np.arange(len(f)), len(f), w)
+                 for s, f in enumerate(fs)]
+        return sum(p[0] for p in parts), [p[1] for p in parts]
+
+    sets = [(X[lab], None), (X, np.flatnonzero(~lab))]
+    problem = Problem(sets, 1, loss, pointwise=pointwise, curvature=curvature,
+                      intercept=intercept, balance_target=np.array([0.1]), options=opts)
+    spec = FeatureSpec("rbf", 0.5, 2, 1.0, X.shape[1], 8, 3, np.float64)
+    return problem, spec
+
+
+@pytest.mark.parametrize("intercept", ["free", "balance"])
+def test_hessian_product_is_the_derivative_of_the_gradient(intercept):
+    """With every row in the Hessian's sample, ``H d`` equals the central
+    difference of the gradient along ``d`` (float64 features), with a free
+    bias and with features centred on the balance set."""
+    problem, spec = _problem(intercept, NEWTON)
+    solver = PrimalSolver(problem, spec, 4, 0.0, 0)
+    try:
+        solver.enter(0)
+        rng = np.random.default_rng(3)
+        n_z = solver.D * solver.K + (solver.K if solver.state["free"] else 0)
+        z, d = rng.normal(scale=0.3, size=n_z), rng.normal(size=n_z)
+        hessian = _Hessian(solver, 1.0)
+        hessian.at(z)
+        eps = 1e-5
+        fd = (solver.objective(z + eps * d, 1.0)[1]
+              - solver.objective(z - eps * d, 1.0)[1]) / (2 * eps)
+        np.testing.assert_allclose(hessian.product(d), fd, rtol=1e-6, atol=1e-7)
+        # Jacobi's preconditioner is the inverse of H's diagonal
+        for j in (5, n_z - 1):  # a coefficient, and the bias if free
+            e = np.zeros(n_z)
+            e[j] = 1.0
+            diagonal = hessian.damped(e)[j]
+            assert hessian.inverse_diagonal[j] == pytest.approx(1 / diagonal)
+    finally:
+        solver.close()
+
+
+@pytest.mark.parametrize("intercept", ["free", "balance"])
+def test_newton_reaches_the_minimiser_lbfgs_reaches(intercept):
+    """On a smooth strictly convex objective both methods stop at the same
+    minimiser; Newton in at most half the iterations."""
+    runs = {}
+    for method in ("lbfgs", "newton"):
+        problem, spec = _problem(intercept, replace(NEWTON, primal_method=method))
+        runs[method] = fit_expansion(problem, spec, solver="lbfgs", max_blocks=4,
+                                     n_iter=500, batch_size=None, tol=1e-9, seed=0)
+    a, b = runs["lbfgs"], runs["newton"]
+    assert b.objective_curve[-1] == pytest.approx(a.objective_curve[-1], rel=1e-8)
+    np.testing.assert_allclose(b.model.coefficients(), a.model.coefficients(),
+                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(b.intercept, a.intercept, rtol=1e-4, atol=1e-5)
+    assert b.n_iter <= a.n_iter / 2
+
+
+def test_a_sampled_hessian_still_converges():
+    """With a Hessian estimated on 16 seeded rows of each set, the gradient
+    is still the objective's own: the same minimiser."""
+    values = []
+    for rows, sizes in ((16, [16, 16]), (10**6, [40, 260])):
+        problem, spec = _problem("free", replace(NEWTON, newton_hessian_rows=rows))
+        solver = PrimalSolver(problem, spec, 4, 0.0, 0)
+        try:
+            solver.enter(0)
+            assert [hs.m for _, hs, _ in solver.hessian_sets(1.0)] == sizes
+            res = newton_minimize(solver, np.zeros(solver.D + 1), 1.0, 200, 1e-10)
+            assert np.abs(solver.objective(res.x, 1.0)[1]).max() <= 1e-4
+            values.append(res.fun)
+        finally:
+            solver.close()
+    assert values[0] == pytest.approx(values[1], rel=1e-9)
+
+
+def _finite_difference(fn, x, eps=1e-6):
+    return (fn(x + eps) - fn(x - eps)) / (2 * eps)
+
+
+@pytest.mark.parametrize("name", LABELED_LOSSES)
+def test_labeled_curvature_is_the_derivative_of_the_gradient(name):
+    z = np.linspace(-2, 2, 401)
+    z = z[np.min(np.abs(z[:, None] - np.array([1.0, 0.5])), axis=1) > 1e-3]  # no kinks
+    second = _finite_difference(lambda m: labeled_loss_grad(name, m), z)
+    np.testing.assert_allclose(labeled_loss_curvature(name, z), second, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", UNLABELED_LOSSES)
+def test_unlabeled_curvature_is_the_clipped_derivative_of_the_gradient(name):
+    """The convex part: ``max(u'', 0)`` of the loss (of the convex majorant
+    for ``ramp_cccp``), away from the kinks."""
+    f = np.linspace(-2, 2, 401)
+    kinks = np.array([0.0, 1.0, -1.0, 0.3, -0.3, 0.5, -0.5, 1.3, -1.3])
+    f = f[np.min(np.abs(f[:, None] - kinks), axis=1) > 1e-3]
+    if name == "ramp_cccp":
+        from weakkernels.tsgs3vm import ramp_cccp_convex
+        second = _finite_difference(lambda x: ramp_cccp_convex(x)[1], f)
+    else:
+        second = _finite_difference(lambda x: unlabeled_loss_grad(name, x), f)
+    np.testing.assert_allclose(unlabeled_loss_curvature(name, f),
+                               np.maximum(second, 0.0), atol=1e-5)
+
+
+def test_newton_fits_are_the_same_bits_for_any_thread_count():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 5))
+    y = np.where(X[:, 0] + X[:, 1] ** 2 > 0.5, 1, 0)
+    y[rng.random(400) < 0.9] = -1
+    decisions = []
+    old = numba.get_num_threads()
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(threads)
+            est = TSGS3VM(random_state=0, validation_fraction=None,
+                          solver_options=NEWTON).fit(X, y)
+            decisions.append(est.decision_function(X))
+    finally:
+        numba.set_num_threads(old)
+    assert np.array_equal(decisions[0], decisions[1])
+    assert est.n_iter_ > 0
+
+
+@pytest.mark.parametrize("case", [
+    ("tsgs3vm", "dense", {}),
+    ("tsgs3vm", "csr", {}),
+    ("tsgs3vm", "dense", {"dtype": "float32"}),
+    ("frs3vm", "dense", {}),
+    ("tsgs3vm", "multiclass", {}),
+    ("tsgs3vm", "dense", {"balance": "quantile"}),
+    ("tsgs3vm", "dense", {"balance": "supervised"}),
+    ("tsgs3vm", "dense", {"balance": "none", "unlabeled_loss": "sshg"}),
+    ("tsgs3vm", "dense", {"unlabeled_loss": "ramp_cccp"}),
+    ("tsgs3vm", "dense", {"loss": "smooth_hinge", "validation_fraction": 3}),
+])
+def test_newton_fits_as_well_as_lbfgs(case):
+    """Every estimator, input kind and loss the Newton path reads: the test
+    error within 3 points of the same fit by L-BFGS (the objectives are not
+    convex: the two may stop at different local minima)."""
+    import scipy.sparse as sp
+    from tests._data import two_gaussians
+
+    from weakkernels import FRS3VM
+
+    name, kind, params = case
+    X, y, y_true = two_gaussians(n=500, d=6, n_labeled=30, sep=3.0, seed=1,
+                                 n_classes=3 if kind == "multiclass" else 2)
+    if kind == "csr":
+        X = np.where(np.abs(X) < 0.5, 0.0, X)
+        X = sp.csr_matrix(X)
+    cls = FRS3VM if name == "frs3vm" else TSGS3VM
+    errors = {}
+    for method in ("lbfgs", "newton"):
+        est = cls(random_state=0, C=10.0, **params,
+                  solver_options=SolverOptions(primal_method=method))
+        est.fit(X, y)
+        errors[method] = float(np.mean(est.predict(X) != y_true))
+    assert errors["newton"] <= errors["lbfgs"] + 0.03, errors
+    assert errors["newton"] < 0.25, errors  # far from chance
