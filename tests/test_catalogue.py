@@ -365,22 +365,72 @@ def _run(code: str, pythonpath: Path) -> list:
     return json.loads(out.stdout.splitlines()[-1])
 
 
-def test_a_new_module_is_exported_and_loads_in_a_fresh_process(tmp_path):
-    """A copy of the package (links to its files) plus one new module,
-    ``toy_paper.py``, and no other change: in a fresh process ``import
-    weakkernels`` imports it, exports its class as ``weakkernels.ToyPaperSolver``
-    (in ``__all__``: a paper module), and a second fresh process reads its model
-    file with ``weakkernels.load`` alone. (``weakkernels._import_estimator_modules``
-    imports every public module of the package's own folder; a model file only
-    names a class among those registered.)"""
+# A fresh process's view of the package at ``pythonpath``: the public modules
+# of its folders that ``import weakkernels`` left unimported, and for every
+# registered class its module, whether ``weakkernels`` exports it and whether
+# it is in ``__all__``.
+_EXPORTS = (
+    "import json, pkgutil, sys, weakkernels as wk\n"
+    "from weakkernels._artifact import _REGISTRY\n"
+    "mods = [i.name for p in (wk, wk.baselines)\n"
+    "        for i in pkgutil.iter_modules(p.__path__, p.__name__ + '.')\n"
+    "        if not i.ispkg and not i.name.rpartition('.')[2].startswith('_')]\n"
+    "print(json.dumps([[m for m in mods if m not in sys.modules],\n"
+    "                  {n: [c.__module__, getattr(wk, n, None) is c,\n"
+    "                       n in wk.__all__] for n, c in _REGISTRY.items()}]))\n")
+
+
+def _package_copy(tmp_path: Path, init_lines: str = "") -> Path:
+    """A copy of the package (links to its files) plus the toy module
+    ``toy_paper.py``; ``init_lines`` appended to its ``__init__.py``."""
     import weakkernels as wk
 
     pkg = tmp_path / "weakkernels"
     pkg.mkdir()
     for entry in Path(wk.__file__).parent.iterdir():
-        if entry.name != "__pycache__":
+        if entry.name not in ("__pycache__", "__init__.py"):
             (pkg / entry.name).symlink_to(entry)
+    (pkg / "__init__.py").write_text(Path(wk.__file__).read_text() + init_lines)
     (pkg / "toy_paper.py").write_text(_TOY_MODULE)
+    return pkg
+
+
+def test_the_package_imports_every_public_module_by_name():
+    """``weakkernels/__init__.py`` is a plain import list with a static
+    ``__all__`` (no module discovery at import time): in a fresh process
+    every public module of the package's folders is imported, so ``load``
+    knows every registered class, and each is exported, the papers' (a
+    top-level module) in ``__all__``."""
+    init = (ROOT / "src" / "weakkernels" / "__init__.py").read_text()
+    assert "pkgutil" not in init and "importlib" not in init
+    missing, exported = _run(_EXPORTS, ROOT)
+    assert missing == []
+    assert len(exported) >= 10
+    for name, (module, found, listed) in exported.items():
+        assert found, name
+        assert listed == (module.count(".") == 1), name
+
+
+def test_a_module_left_out_of_the_package_imports_is_named(tmp_path):
+    """The check above names a new module that ``__init__.py`` does not
+    import (its class would be neither exported nor loadable)."""
+    _package_copy(tmp_path)
+    missing, exported = _run(_EXPORTS, tmp_path)
+    assert missing == ["weakkernels.toy_paper"]
+    assert "ToyPaperSolver" not in exported
+
+
+def test_a_new_module_is_exported_and_loads_in_a_fresh_process(tmp_path):
+    """A copy of the package plus one new module, ``toy_paper.py``, and its
+    lines in ``__init__.py`` (the import and the ``__all__`` entry): in a
+    fresh process ``weakkernels`` exports its class as
+    ``weakkernels.ToyPaperSolver`` (in ``__all__``: a paper module), and a
+    second fresh process reads its model file with ``weakkernels.load``
+    alone (a model file only names a class among those registered)."""
+    pkg = _package_copy(tmp_path, (
+        "from weakkernels import toy_paper as toy_paper  # noqa: E402\n"
+        "from weakkernels.toy_paper import ToyPaperSolver  # noqa: E402\n"
+        "__all__.append('ToyPaperSolver')\n"))
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 3))
     y = np.where(X[:, 0] > 0, 1, 0)
@@ -395,6 +445,7 @@ def test_a_new_module_is_exported_and_loads_in_a_fresh_process(tmp_path):
         "print(json.dumps([wk.__file__, wk.ToyPaperSolver.__module__,\n"
         "                  'ToyPaperSolver' in wk.__all__]))\n", tmp_path)
     assert saved == [str(pkg / "__init__.py"), "weakkernels.toy_paper", True]
+    assert _run(_EXPORTS, tmp_path)[0] == []
     name, C, scores = _run(
         "import json, numpy as np, weakkernels\n"
         "m = weakkernels.load('toy.wkm')\n"
@@ -424,12 +475,14 @@ def test_a_module_cannot_register_the_name_of_another_estimator():
 
 # The files a new solver touches: everything else that runs or checks solvers
 # (pipeline, benchmark worker, scikit-learn's common checks, bad-input and
-# model-file tests, the import layers, the package's export and model-file
-# loader) reads the catalogue or the package's folder, as the tests above show.
+# model-file tests, the import layers) reads the catalogue, as the tests above
+# show; the package's export and model-file loader read its __init__.py, which
+# a test checks against the package's folder.
 # params.yaml (models.names) and benchmarks/protocols/*.yaml only when the
 # pipeline or a protocol is to run it.
 NEW_SOLVER_FILES = (
     "src/weakkernels/<paper>.py",  # the module (its class ``register``-ed)
+    "src/weakkernels/__init__.py",  # its import and its ``__all__`` entry
     "tests/test_<paper>.py",  # its behaviour tests
     "src/weakkernels/pipeline/registry.py",  # one ModelSpec in MODELS
     "README.md",  # docs: the estimator table
@@ -437,13 +490,14 @@ NEW_SOLVER_FILES = (
 
 
 def test_a_new_solver_touches_the_files_listed_above():
-    """At most four files, and for every catalogue class what is not in them
-    is derived: the export from ``weakkernels`` (the papers' solvers also in
-    ``__all__``) and its module in the package layers; the one line outside
-    module, test file and entry is its row in the README's estimator table."""
+    """At most five files, and for every catalogue class what is not in them
+    is derived: its module in the package layers; the lines outside module,
+    test file and entry are its import and ``__all__`` entry in
+    ``weakkernels/__init__.py`` (checked above) and its row in the README's
+    estimator table."""
     import weakkernels as wk
 
-    assert len(NEW_SOLVER_FILES) <= 4
+    assert len(NEW_SOLVER_FILES) <= 5
     for path in NEW_SOLVER_FILES:
         assert "<" in path or (ROOT / path).is_file(), path
     layered = {m for la in package_layers() for m in la.module_tails}

@@ -10,7 +10,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 from tests._data import two_gaussians
 
-import weakkernels.cccp_tsvm as cccp_module
+import weakkernels._cccp as cccp_module
 from weakkernels import CCCPTSVM, RampSVM
 from weakkernels._smo import default_max_iter, kernel_bound
 from weakkernels._validation import DegenerateModelWarning, check_fitted_model

@@ -114,7 +114,7 @@ def test_ramp_multiclass_one_vs_rest():
 def test_warm_start_projection_is_feasible(seed):
     # Between CCCP iterations the box moves; the previous alpha is clipped
     # and the sum restored before the next SMO solve.
-    from weakkernels.cccp_tsvm import _make_feasible
+    from weakkernels._cccp import _make_feasible
 
     rng = np.random.default_rng(seed)
     n = 30
@@ -138,7 +138,7 @@ def test_warm_start_projection_survives_rounding_at_the_bound():
     """alpha - (alpha - A) rounds to one ulp below A for these values; the
     projection must still land inside the box (a ramp_svm tune trial failed
     with "starting alpha violates the box constraints" on such a case)."""
-    from weakkernels.cccp_tsvm import _make_feasible
+    from weakkernels._cccp import _make_feasible
 
     a, lo = 2.8709830748868335, -6.919079950592624
     assert a - (a - lo) < lo  # the rounding this test is about
@@ -221,8 +221,8 @@ def test_balanced_init_is_the_labeled_svm_under_eq_1_13():
     # init="balanced": theta^0 is the labeled hinge SVM solved with the free
     # alpha_0 of Eq. 1.15; checked against a dense NumPy kernel: Eq. 1.13,
     # sum(alpha) = 0 and the labeled points' KKT conditions.
+    from weakkernels._cccp import _hinge_svm
     from weakkernels._smo import KernelProblem
-    from weakkernels.cccp_tsvm import _hinge_svm
     from weakkernels.kernels import KERNEL_CODES
 
     X, _, ys = _g50c_like(9, n=120)

@@ -63,3 +63,35 @@ def test_exact_kernel_poly_takes_negative_coef0():
     wk.CCCPTSVM(kernel="poly", coef0=-1.0)._validate_params()
     with pytest.raises(InvalidParameterError, match="'coef0' parameter"):
         PNUAUC(kernel="poly", coef0=-1.0)._validate_params()
+
+
+# The random-feature family on weakkernels._base.RandomFeatureClassifier, and
+# the constraints a member overrides (with why).
+FAMILY = [wk.TSGS3VM, wk.FRS3VM, wk.TSGSU, wk.QSGS2AUC]
+OVERRIDES = {(wk.TSGSU, "solver"): "adds the closed form, solver='direct'"}
+
+
+@pytest.mark.parametrize("cls", FAMILY, ids=lambda c: c.__name__)
+def test_the_family_takes_the_shared_constraints_from_the_base(cls):
+    from weakkernels._base import SHARED_CONSTRAINTS, RandomFeatureClassifier
+
+    assert issubclass(cls, RandomFeatureClassifier)
+    own = cls._parameter_constraints
+    base = RandomFeatureClassifier._parameter_constraints
+    assert set(base) <= set(own)  # every member takes the family's parameters
+    for name, constraint in {**base, **SHARED_CONSTRAINTS}.items():
+        if name in own and (cls, name) not in OVERRIDES:
+            assert own[name] is constraint, name
+
+
+def test_each_shared_parameter_is_declared_once():
+    """A parameter two estimators of the family constrain alike is one
+    declaration (the same object), not two copies that could drift."""
+    declared = {}
+    for cls in FAMILY:
+        for name, constraint in cls._parameter_constraints.items():
+            key = (name, tuple(str(c) for c in constraint))
+            declared.setdefault(key, set()).add(id(constraint))
+    assert [key for key, ids in declared.items() if len(ids) > 1] == []
+    # and the table covers a parameter every member shares
+    assert ("random_state", ("random_state",)) in declared

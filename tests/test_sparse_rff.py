@@ -357,12 +357,12 @@ def test_sparse_fit_and_predict_never_densify(make, monkeypatch):
 def test_sparse_fit_is_bit_identical_across_thread_counts(solver, monkeypatch):
     import numba
 
-    from weakkernels import random_features
+    from weakkernels import _feature_kernels
 
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("needs NUMBA_NUM_THREADS >= 2")
     # small data: force the parallel kernel variants whenever 2 threads are set
-    monkeypatch.setattr(random_features, "_PARALLEL_MIN_WORK", 0)
+    monkeypatch.setattr(_feature_kernels, "_PARALLEL_MIN_WORK", 0)
     X, y, _ = _text_like()
     kw = dict(solver=solver, max_features=256, batch_size=32, random_state=0)
     old = numba.get_num_threads()

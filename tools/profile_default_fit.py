@@ -244,7 +244,7 @@ def instrument(spy: Spy, counters: Counters) -> None:
     """Wrap the fit's phases (see the module docstring)."""
     import scipy.optimize
 
-    from weakkernels import tsgs3vm
+    from weakkernels import _base, tsgs3vm
     from weakkernels._dsg import chunks, primal
     from weakkernels._dsg.primal import PrimalSolver
     from weakkernels.random_features import NystromSpec
@@ -261,14 +261,17 @@ def instrument(spy: Spy, counters: Counters) -> None:
     def white_flops(self, v):
         return 0.0 if self.T is None else 2.0 * self.T.size * v.shape[-1]
 
-    spy.wrap(tsgs3vm._S3VMBase, "fit", "fit: other (set-up, targets, checks)")
+    # the fit shell of the random-feature estimators (weakkernels._base)
+    spy.wrap(_base.RandomFeatureClassifier, "fit",
+             "fit: other (set-up, targets, checks)")
     spy.wrap(tsgs3vm, "validate_semi_supervised", "fit: input validation")
-    spy.wrap(tsgs3vm, "expansion_basis",
+    spy.wrap(_base, "expansion_basis",
              "basis: landmarks, K_ZZ, Cholesky, L^-1")
-    spy.wrap(tsgs3vm, "fit_expansion",
+    spy.wrap(_base, "fit_expansion",
              lambda problem, **k: f"{counters.begin_fit(problem)}: solver (other)")
     spy.wrap(tsgs3vm, "one_se_stage", "cv: one-SE choice")
-    spy.wrap(tsgs3vm._S3VMBase, "_set_model_state", "after: model state")
+    spy.wrap(_base.RandomFeatureClassifier, "_set_model_state",
+             "after: model state")
     spy.wrap(tsgs3vm._S3VMBase, "_decision",
              "after: decision values on the labels (Platt)")
     spy.wrap(tsgs3vm, "fit_platt", "after: Platt fits")

@@ -15,12 +15,25 @@ Every estimator saves to and loads from a pickle-free, seed-based model file:
 
 from __future__ import annotations
 
-# The papers' estimators, imported explicitly (what a reader and a type checker
-# see). Importing a module registers its classes with the model file loader.
-from weakkernels import baselines
-from weakkernels._artifact import _REGISTRY, ModelFormatError, load
+# Every public module of the package, imported explicitly (what a reader and a
+# type checker see). Importing a module registers its classes with the model
+# file loader; tests/test_catalogue.py checks that no public module and no
+# registered class is missing here.
+from weakkernels import baselines as baselines
+from weakkernels import cccp_tsvm as cccp_tsvm
+from weakkernels import class_prior as class_prior
+from weakkernels import kernels as kernels
+from weakkernels import model_selection as model_selection
+from weakkernels import qsg_s2auc as qsg_s2auc
+from weakkernels import random_features as random_features
+from weakkernels import tsgs3vm as tsgs3vm
+from weakkernels import tsgsu as tsgsu
+from weakkernels._artifact import ModelFormatError, load
 from weakkernels._options import SolverOptions
 from weakkernels._version import __version__
+
+# The papers' baselines resolve as ``weakkernels.CUU`` etc.; they are
+# documented and imported from ``weakkernels.baselines``.
 from weakkernels.baselines.auc import PNUAUC as PNUAUC
 from weakkernels.baselines.auc import ExactS2AUC as ExactS2AUC
 from weakkernels.baselines.auc import SupervisedKernelAUC as SupervisedKernelAUC
@@ -32,8 +45,6 @@ from weakkernels.random_features import RandomFeatures
 from weakkernels.tsgs3vm import FRS3VM, TSGS3VM
 from weakkernels.tsgsu import TSGSU
 
-# The papers' baselines (``weakkernels.CUU`` etc. still resolve) are documented
-# and imported from ``weakkernels.baselines``.
 __all__ = [
     "CCCPTSVM",
     "FRS3VM",
@@ -47,32 +58,3 @@ __all__ = [
     "__version__",
     "load",
 ]
-
-
-def _import_estimator_modules() -> None:
-    """Import every public module of the package and of ``baselines``, the
-    ones not named above included: a solver added as a new module
-    (``src/weakkernels/<paper>.py``, its class ``register``-ed) is then read by
-    ``weakkernels.load`` in a fresh process and exported as ``weakkernels.X``
-    (in ``__all__`` if it is a paper module, not a baseline) without a line
-    here. Only the package's own files are imported, named by its folders:
-    never a module named by a model file, which is untrusted input. Private
-    modules (``_dask``, ...) and subpackages (``pipeline``, above the
-    estimators) are left out."""
-    import importlib
-    import pkgutil
-
-    for package in (__name__, baselines.__name__):
-        path = importlib.import_module(package).__path__
-        for info in pkgutil.iter_modules(path, f"{package}."):
-            if not info.ispkg and not info.name.rpartition(".")[2].startswith("_"):
-                importlib.import_module(info.name)
-    for name, cls in sorted(_REGISTRY.items()):
-        if globals().setdefault(name, cls) is not cls:
-            raise ImportError(f"weakkernels.{name} is {globals()[name]!r}, not "
-                              f"the registered estimator {cls!r}")
-        if cls.__module__.count(".") == 1 and name not in __all__:
-            __all__.append(name)
-
-
-_import_estimator_modules()

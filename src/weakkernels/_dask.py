@@ -24,9 +24,8 @@ fit :func:`weakkernels._dsg.primal_cache_bytes` of the client) is not sent to
 the workers at all: its rows are gathered to the client once and it is
 evaluated there exactly as in memory (:meth:`DaskRows.primal_set`). Those are
 the small levels where L-BFGS makes most of its evaluations, each a few
-milliseconds of arithmetic; as tasks (one per Dask chunk, 31 chunks) an
-evaluation of the 4 096-row level took ~90 times that, in scheduling
-(BENCHMARKS.md, "Dask workers: a 10^7-row fit").
+milliseconds of arithmetic that tasks would spend many times over in
+scheduling (docs/benchmarks/design_notes.md, "Dask workers").
 
 Memory on a worker: its chunks of ``X`` (a chunk may be a read-only memory map
 of a ``.npy`` file -- ``np.load(path, mmap_mode="r")`` -- then a task reads it
@@ -284,8 +283,7 @@ def _selection(block, sel, copy):
     per level. ``copy``: a sample's rows (an index array) are copied out of
     the chunk here, once: scattered over a memory-mapped chunk, they are
     otherwise read back page by page at every evaluation (each task drops
-    the pages it read); measured on a 262 144-row sample of 10^7 rows, the
-    copy saves ~10 % of the workers' CPU per evaluation."""
+    the pages it read; docs/benchmarks/design_notes.md, "Dask workers")."""
     local = sel[0]
     copied = (_rows_task(block, local) if copy and not isinstance(local, tuple)
               else None)

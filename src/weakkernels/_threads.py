@@ -6,11 +6,13 @@ to one thread while they run. Two measured reasons:
 
 * speed: OpenBLAS worker threads keep spinning after a GEMM returns; on a
   2-core machine they fought numba's threads and a small-batch step of the
-  random-feature solver ran ~20x slower (30 M vs 1.5 G kernel evaluations/s);
+  random-feature solver ran many times slower;
 * bits: OpenBLAS splits a product differently for different thread counts
-  (0.25 % of the entries of a 700-point CCCP kernel cache moved by 1-3 ulp
-  between one and two BLAS threads), so results computed on one BLAS thread
-  are the same whoever computes them and whatever the machine's BLAS setting.
+  (entries of a CCCP kernel cache moved by a few ulp between one and two
+  BLAS threads), so results computed on one BLAS thread are the same whoever
+  computes them and whatever the machine's BLAS setting.
+
+The measurements: docs/benchmarks/design_notes.md, "The exact-kernel solver".
 """
 
 from __future__ import annotations

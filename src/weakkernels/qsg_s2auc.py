@@ -43,46 +43,25 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.metrics import roc_auc_score
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.validation import check_is_fitted
 
-from weakkernels._artifact import ArtifactMixin, register
+from weakkernels._artifact import register
+from weakkernels._base import FitData, RandomFeatureClassifier
 from weakkernels._calibration import fit_platt, platt_proba
-from weakkernels._dask import dask_inputs, is_dask_collection, map_rows
+from weakkernels._dask import is_dask_collection, map_rows
 from weakkernels._dsg import (
-    BASIS_CONSTRAINTS,
-    DSG_CONSTRAINTS,
-    EXPANSION_CONSTRAINTS,
     FunctionalModel,
     Problem,
-    callback_monitor,
     check_sgd_curve,
-    default_blocks,
-    expansion_basis,
-    expansion_state,
-    fit_expansion,
-    iteration_budget,
     seeded_sample,
-    set_expansion_state,
 )
-from weakkernels._options import options_of
-from weakkernels._plan import check_plan, plan_fit
-from weakkernels._threads import one_blas_thread
 from weakkernels._validation import (
     LabeledScoreMixin,
-    check_divergence,
     check_fitted_model,
-    validate_predict,
     validate_semi_supervised,
 )
-from weakkernels.kernels import resolve_sigma
-from weakkernels.random_features import (
-    NystromSpec,
-    as_compute_rows,
-    seed_from_random_state,
-)
+from weakkernels.random_features import as_compute_rows
 
 # Unlabeled points on which the threshold (prior quantile) is computed.
 _THRESHOLD_SAMPLE = 4096
@@ -299,7 +278,7 @@ class _AUCRankerMixin(LabeledScoreMixin):
 
 # ------------------------------------------------------------- QSG-S2AUC ---
 @register
-class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
+class QSGS2AUC(_AUCRankerMixin, RandomFeatureClassifier):
     """Semi-supervised AUC maximization on random or Nyström features (paper 003).
 
     Minimizes paper 003 Eq. (9): the PNU AUC risk Eq. (8) with the square
@@ -395,8 +374,7 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
     t0 : float, default=50.0
         ``solver="sgd"``: step offset. ``t0=0`` is paper 003's ``theta / t``
         exactly; with it and a large ``theta`` the first steps overshoot
-        (cod-rna, 300 steps: AUC 0.94 at best with ``t0=0`` vs 0.97 with
-        ``t0=50``).
+        (docs/benchmarks/design_notes.md, "The estimators' defaults").
     features : {"fourier", "nystroem", "auto"}, default="auto"
         The basis of the fixed expansion on which Eq. (9) is minimized.
         ``"fourier"``: the paper's seeded random Fourier features (Eq. 10;
@@ -479,17 +457,13 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
     True
     """
 
-    _parameter_constraints = {
-        **DSG_CONSTRAINTS,
-        **EXPANSION_CONSTRAINTS,
-        **BASIS_CONSTRAINTS,
-        "gamma": [Interval(Real, 0, 1, closed="both")],
-        "prior": [Interval(Real, 0, 1, closed="neither"), None],
-        "lam": [Interval(Real, 0, None, closed="neither")],
-        "n_passes": [Interval(Real, 0, None, closed="neither")],
-        "min_iter": [Interval(Integral, 1, None, closed="left")],
-        "t0": [Interval(Real, 0, None, closed="left")],
-    }
+    _parameter_constraints = RandomFeatureClassifier.constraints(
+        "block_size", "max_features", "lam", "n_passes",
+        gamma=[Interval(Real, 0, 1, closed="both")],
+        prior=[Interval(Real, 0, 1, closed="neither"), None],
+        min_iter=[Interval(Integral, 1, None, closed="left")],
+        t0=[Interval(Real, 0, None, closed="left")],
+    )
 
     def __init__(
         self,
@@ -542,68 +516,40 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         self.callback = callback
         self.callback_every = callback_every
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Fit on positive, negative and unlabeled samples.
-
-        Parameters
-        ----------
-        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
-            Sparse input (CSR, CSC, COO) is used as CSR, never densified.
-        y : array-like of shape (n_samples,)
-            Two class labels (``classes_[1]`` is positive); ``-1`` marks an
-            unlabeled sample. Both classes and at least one unlabeled sample
-            are required.
-        """
-        X, y = dask_inputs(X, y)  # a dask X: rows stay on the workers
+    # -- fit hooks (RandomFeatureClassifier) --------------------------------
+    def _fit_data(self, X, y) -> FitData:
+        """The positive, negative and unlabeled rows: two class labels
+        (``classes_[1]`` is positive) and ``-1`` on unlabeled rows, both
+        classes and at least one unlabeled row required."""
         X, y, labeled, classes = validate_semi_supervised(
             self, X, y, require_unlabeled=False, accept_sparse=True
         )
         self.classes_ = classes
         pos, neg = self._split_classes(y, labeled, classes)
-        sgd = self.solver == "sgd"
-        if sgd and self.eta0 * self.lam / (1.0 + self.t0) > 2.0:
+        if self.solver == "sgd" and self.eta0 * self.lam / (1.0 + self.t0) > 2.0:
             raise ValueError(
                 f"eta0 * lam / (1 + t0) = "
                 f"{self.eta0 * self.lam / (1.0 + self.t0):g} > 2: the shrink "
                 "factor 1 - eta_t lam of Eq. (16) would fall below -1 and "
                 "amplify f. Lower eta0 or lam, or raise t0."
             )
-        dtype = np.dtype(self.dtype)
         # Rows are gathered from X by index (no copy of the sets).
         idx_p, idx_n = np.flatnonzero(pos), np.flatnonzero(neg)
         idx_u = np.flatnonzero(~labeled)
-        n_p, n_n, n_u = idx_p.size, idx_n.size, idx_u.size
-        self.prior_ = self._resolve_prior(n_p, n_n)
-        self.sigma_ = resolve_sigma(self.sigma, X)
-
-        seed = seed_from_random_state(self.random_state)
-        self.seed_ = seed
-        B = int(self.block_size)
-        opts = options_of(self)
-        max_blocks = default_blocks(
-            self.solver, (n_p, n_n, n_u), self.max_features, B, X.shape[1], opts)
-        # bytes and steps from the shapes, refused before anything is allocated
-        self.fit_plan_ = check_plan(self, plan_fit(
-            self, n_rows=X.shape[0], n_features_in=X.shape[1], n_outputs=1,
-            block_size=B, max_blocks=max_blocks, n_iter=iteration_budget(
-                self.solver, self.max_iter, self.n_passes, n_u, self.batch_size,
-                self.min_iter, opts), features_given=self.max_features is not None,
-            batch_rows=3 * self.batch_size))
+        self.prior_ = self._resolve_prior(idx_p.size, idx_n.size)
         # Nyström landmarks: the labeled rows (positives and negatives) first,
         # up to half, then unlabeled ones
-        spec, B, max_blocks, self.features_ = expansion_basis(
-            self.features, solver=self.solver, kernel=self.kernel,
-            sigma=self.sigma_, degree=self.degree, coef0=self.coef0,
-            first=(X, np.flatnonzero(labeled)), rest=(X, idx_u),
-            m=None if self.max_features is None else B * max_blocks,
-            block_size=B, max_blocks=max_blocks, dtype=dtype, seed=seed,
-            opts=opts)
-        T = iteration_budget(self.solver, self.max_iter, self.n_passes, n_u,
-                             self.batch_size, self.min_iter, opts)
+        return FitData(
+            X=X, set_sizes=(idx_p.size, idx_n.size, idx_u.size),
+            n_columns=X.shape[1], first=(X, np.flatnonzero(labeled)),
+            rest=(X, idx_u), idx=(idx_p, idx_n, idx_u), labeled=labeled, y=y)
+
+    def _make_problem(self, data: FitData):
+        X, (idx_p, idx_n, idx_u) = data.X, data.idx
         # Fixed unlabeled sample for the threshold (identical at every callback).
-        XU_thr = as_compute_rows(
-            X[idx_u[seeded_sample(n_u, _THRESHOLD_SAMPLE, seed)]], dtype
+        data.XU_thr = as_compute_rows(
+            X[idx_u[seeded_sample(idx_u.size, _THRESHOLD_SAMPLE, data.seed)]],
+            np.dtype(self.dtype)
         )
         gamma, eta0, t0 = float(self.gamma), float(self.eta0), float(self.t0)
 
@@ -620,76 +566,52 @@ class QSGS2AUC(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
         problem = Problem(
             [(X, idx_p), (X, idx_n), (X, idx_u)], 1, loss, lam=float(self.lam),
             # L-BFGS: one pass per evaluation where features stream
-            moments=None if sgd else (
+            moments=None if self.solver == "sgd" else (
                 lambda totals, ms, w: pnu_auc_risk_of_moments(totals, ms, gamma)),
-            options=opts,
+            options=data.opts,
         )
-        monitor = callback_monitor(
-            self, lambda model, b: self._set_model_state(model, XU_thr)
-        )
-        result = fit_expansion(
-            problem, spec, solver=self.solver, max_blocks=max_blocks, n_iter=T,
-            batch_size=self.batch_size,
-            step=lambda t, T: step_theta(eta0, t + 1, t0),
-            tol=float(self.tol), seed=seed, monitor=monitor,
-            monitor_every=self.callback_every,
-        )
-        self.n_iter_ = result.n_iter
-        self.objective_curve_ = result.objective_curve
-        with one_blas_thread():
-            self._set_model_state(result.model, XU_thr)
-        result.model.release()
-        check_sgd_curve(self, result)
-        XL = X[labeled]
-        self._fit_platt(XL, (y[labeled] == classes[1]).astype(float))
-        return self
+        return problem, dict(step=lambda t, T: step_theta(eta0, t + 1, t0))
 
-    def _set_model_state(self, model: FunctionalModel, XU_thr):
-        """Expose the current expansion as fitted attributes (usable mid-fit)."""
-        self.spec_ = model.spec
-        self.n_blocks_ = model.n_blocks
-        self.coef_ = model.coefficients()
-        check_divergence(self.coef_, "eta0 (step size)")
-        self.n_features_model_ = model.n_features
-        self.threshold_ = self._quantile_threshold(model.evaluate(XU_thr)[:, 0])
+    def _set_offset(self, model: FunctionalModel, b, data: FitData) -> None:
+        """The threshold on the fixed unlabeled sample."""
+        self.threshold_ = self._quantile_threshold(
+            model.evaluate(data.XU_thr)[:, 0])
         if not hasattr(self, "platt_"):
             # predict_proba mid-fit: a neutral sigmoid until Platt is fitted.
             self.platt_ = np.array([-1.0, 0.0])
 
+    def _finish(self, result, data: FitData) -> None:
+        check_sgd_curve(self, result)
+        labeled, y = data.labeled, data.y
+        XL = data.X[labeled]
+        self._fit_platt(XL, (y[labeled] == self.classes_[1]).astype(float))
+
+    # -- prediction --------------------------------------------------------
     def decision_function(self, X):
         """``f(x) - threshold_``, ``f`` regenerated from the seeds
         (Algorithm 2; Nyström models: from the stored landmarks). Larger
         means more likely positive; AUC-ranked. ``X``
         may be dense or scipy.sparse (CSR, CSC, COO)."""
-        check_is_fitted(self)
-        if is_dask_collection(X):
-            return map_rows(self.decision_function, X, None)
-        return self._decision(validate_predict(self, X, accept_sparse=True))
+        return super().decision_function(X)
 
     def _decision(self, X):
         """:meth:`decision_function` on validated rows."""
         f = self.spec_.decision(X, self.coef_, self.n_blocks_)[:, 0]
         return f - self.threshold_
 
-    def _artifact_state(self):
-        meta, arrays = expansion_state(self)
-        meta.update(seed=self.seed_, prior=self.prior_, threshold=self.threshold_,
-                    n_features_in=self.n_features_in_)
-        arrays.update(classes=self.classes_, platt=self.platt_)
-        return meta, arrays
+    # -- model files -------------------------------------------------------
+    def _add_state(self, meta, arrays):
+        meta.update(prior=self.prior_, threshold=self.threshold_)
+        arrays.update(platt=self.platt_)
 
-    def _set_artifact_state(self, meta, arrays):
-        set_expansion_state(self, meta, arrays)
-        self.features_ = ("nystroem" if isinstance(self.spec_, NystromSpec)
-                          else "fourier")
-        self.seed_ = int(meta["seed"])
+    def _set_own_state(self, meta, arrays):
         self.prior_ = float(meta["prior"])
         self.threshold_ = float(meta["threshold"])
-        self.n_features_in_ = int(meta["n_features_in"])
-        self.classes_ = arrays["classes"]
         self.platt_ = arrays["platt"]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        # sparse rows are projected from their entries (the exact-kernel
+        # rankers of _AUCRankerMixin take dense rows only)
         tags.input_tags.sparse = True
         return tags

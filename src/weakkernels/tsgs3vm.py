@@ -25,293 +25,56 @@ algorithm exactly as printed.
 from __future__ import annotations
 
 import math
-import warnings
 from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold, train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
 
-from weakkernels._artifact import ArtifactMixin, register
+from weakkernels._artifact import register
+from weakkernels._base import FitData, RandomFeatureClassifier
 from weakkernels._calibration import fit_platt, platt_proba
-from weakkernels._dask import dask_inputs, is_dask_collection, map_rows
+from weakkernels._dask import is_dask_collection, map_rows
 from weakkernels._dsg import (
-    BASIS_CONSTRAINTS,
-    DSG_CONSTRAINTS,
-    EXPANSION_CONSTRAINTS,
     SCHEDULES,
     FunctionalModel,
     Problem,
-    callback_monitor,
     check_sgd_curve,
     default_blocks,
-    expansion_basis,
-    expansion_state,
-    fit_expansion,
-    iteration_budget,
     seeded_sample,
-    set_expansion_state,
     step_size,
 )
 from weakkernels._options import options_of
-from weakkernels._plan import check_plan, plan_fit
+from weakkernels._s3vm_docs import fill_doc
+from weakkernels._s3vm_losses import (
+    _ANCHORS,
+    _BALANCE,
+    LABELED_LOSSES,
+    UNLABELED_LOSSES,
+    balancing_bias,
+    check_sgd_outputs,
+    labeled_loss,
+    labeled_loss_curvature,
+    labeled_loss_grad,
+    ramp_cccp_convex,
+    ramp_cccp_slope,
+    resolve_auto,
+    unlabeled_loss,
+    unlabeled_loss_curvature,
+    unlabeled_loss_grad,
+)
+
+# public here as before the split (tests, docs/fidelity.md)
+from weakkernels._s3vm_losses import hinge_grad as hinge_grad
 from weakkernels._selection import c_star_rule, one_se_stage
-from weakkernels._threads import one_blas_thread
 from weakkernels._validation import (
     LabeledScoreMixin,
-    check_divergence,
     check_fitted_model,
     check_unlabeled_predictions,
-    validate_predict,
     validate_semi_supervised,
 )
-from weakkernels.kernels import resolve_sigma
-from weakkernels.random_features import (
-    NystromSpec,
-    as_compute_rows,
-    seed_from_random_state,
-)
-
-UNLABELED_LOSSES = ("shg", "sshg", "ramp", "da", "ramp_cccp")
-
-
-def unlabeled_loss(name: str, f: np.ndarray, s: float = -0.3) -> np.ndarray:
-    """Unlabeled losses ``u(f)`` of paper 000 Table 2.
-
-    * ``"shg"``  symmetric hinge ``max(0, 1 - |f|)``;
-    * ``"sshg"`` squared symmetric hinge ``1/2 max(0, 1 - |f|)^2``;
-    * ``"ramp"`` symmetric ramp ``R_s(f) + R_s(-f)``, ``R_s = H_1 - H_s``,
-      ``H_s(z) = max(0, s - z)`` (Table 2 with paper 004 Eq. 1.11's symmetric
-      form; ``s < 0`` gives the flat top on ``|f| < -s``);
-    * ``"da"``   ``exp(-5 f^2)``, the differentiable approximation to SSHG;
-    * ``"ramp_cccp"`` the symmetric ramp with both hinges smoothed as
-      ``loss="smooth_hinge"`` (``R_s = S_1 - S_s``, ``S_a(z)`` the smooth hinge
-      at margin ``a``; bounded, ``1 - s`` for ``z << s``), which the L-BFGS
-      solver minimises by the concave-convex procedure
-      (:func:`ramp_cccp_slope`).
-    """
-    if name == "ramp_cccp":
-        return (_smooth_hinge_at(f, 1.0) - _smooth_hinge_at(f, s)
-                + _smooth_hinge_at(-f, 1.0) - _smooth_hinge_at(-f, s))
-    a = np.abs(f)
-    if name == "shg":
-        return np.maximum(0.0, 1.0 - a)
-    if name == "sshg":
-        return 0.5 * np.maximum(0.0, 1.0 - a) ** 2
-
-    def ramp(z):
-        return np.maximum(0.0, 1.0 - z) - np.maximum(0.0, s - z)
-
-    if name == "ramp":
-        return ramp(f) + ramp(-f)
-    if name == "da":
-        return np.exp(-5.0 * f * f)
-    raise ValueError(f"unknown unlabeled loss {name!r}")
-
-
-def unlabeled_loss_grad(name: str, f: np.ndarray, s: float = -0.3) -> np.ndarray:
-    """Derivative ``u'(f)`` of :func:`unlabeled_loss` (paper 000 Table 2, right
-    column; subgradient 0 at the kinks' inner side)."""
-    if name == "shg":
-        return np.where(np.abs(f) < 1.0, -np.sign(f), 0.0)
-    if name == "sshg":
-        return np.where(np.abs(f) < 1.0, -np.sign(f) * (1.0 - np.abs(f)), 0.0)
-    if name == "ramp":
-        return (
-            -(f < 1.0).astype(float)
-            + (f < s)
-            + (f > -1.0)
-            - (f > -s)
-        )
-    if name == "da":
-        return -10.0 * f * np.exp(-5.0 * f * f)
-    if name == "ramp_cccp":
-        return (_smooth_hinge_grad_at(f, 1.0) - _smooth_hinge_grad_at(f, s)
-                - _smooth_hinge_grad_at(-f, 1.0) + _smooth_hinge_grad_at(-f, s))
-    raise ValueError(f"unknown unlabeled loss {name!r}")
-
-
-def _smooth_hinge_at(f: np.ndarray, a: float) -> np.ndarray:
-    """The smooth hinge at margin ``a``: ``loss="smooth_hinge"`` of ``f - a + 1``."""
-    return labeled_loss("smooth_hinge", f - a + 1.0)
-
-
-def _smooth_hinge_grad_at(f: np.ndarray, a: float) -> np.ndarray:
-    """``d/df`` of :func:`_smooth_hinge_at`."""
-    return labeled_loss_grad("smooth_hinge", f - a + 1.0)
-
-
-def ramp_cccp_convex(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The convex part of ``unlabeled_loss="ramp_cccp"``, ``S_1(f) + S_1(-f)``,
-    and its derivative (paper 004 Eq. 1.11's ``H_1`` terms, smoothed)."""
-    return (_smooth_hinge_at(f, 1.0) + _smooth_hinge_at(-f, 1.0),
-            _smooth_hinge_grad_at(f, 1.0) - _smooth_hinge_grad_at(-f, 1.0))
-
-
-def ramp_cccp_slope(f0: np.ndarray, s: float) -> np.ndarray:
-    """The slope ``beta`` of the linearised concave part of ``"ramp_cccp"`` at
-    the outputs ``f0``: ``-S_s(f) - S_s(-f) ~ beta f`` + const, with
-    ``beta = -S_s'(f0) + S_s'(-f0)`` (paper 004 Eq. 1.12 / Algorithm 1.3's
-    ``beta``, one per unlabeled point and output)."""
-    return -_smooth_hinge_grad_at(f0, s) + _smooth_hinge_grad_at(-f0, s)
-
-
-# unlabeled_loss="auto" / balance="auto" -> (binary, one-vs-rest) choice.
-# Binary: the smooth "da" and the clipped balance (chosen on imbalanced binary
-# sets: cod-rna, ijcnn1). One-vs-rest: the symmetric hinge and paper 004's
-# mean balance (Eq. 1.13) -- with "da" the ten MNIST problems pile their
-# unlabeled outputs onto two digits (100 labels: 37 % error against 29 % for
-# SVC and 19 % with this pair); BENCHMARKS.md, "Multiclass defaults".
-_AUTO = {"unlabeled_loss": ("da", "shg"), "balance": ("clipped", "mean")}
-
-
-def resolve_auto(name: str, value, n_outputs: int):
-    """``value`` of the parameter ``name``, with ``"auto"`` resolved for a
-    problem of ``n_outputs`` one-vs-rest outputs (1: binary)."""
-    if isinstance(value, str) and value == "auto":
-        return _AUTO[name][n_outputs > 1]
-    return value
-
-
-# balance option -> code: 0 off, 1 mean constraint, 2 quantile constraint,
-# 3 mean anchored on the supervised stage, 4 mean of the clipped outputs
-_BALANCE = {False: 0, "none": 0, True: 1, "mean": 1, "quantile": 2,
-            "supervised": 3, "clipped": 4}
-
-
-# anchored balance codes (L-BFGS): the target of mean_U f, re-taken from the
-# current outputs f_U at every annealing stage after the supervised one
-_ANCHORS = {
-    3: lambda r: lambda fU: fU.mean(axis=0),
-    4: lambda r: lambda fU: fU.mean(axis=0) + balancing_bias(4, fU, r),
-}
-
-
-def balancing_bias(code: int, g_unlabeled: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """Bias that makes the unlabeled outputs match the labeled class balance.
-
-    ``r`` (per output) is the mean of the labeled +-1 targets.
-
-    * code 1, the mean constraint of paper 004 Eq. (1.13):
-      ``mean_U (g + b) = r``, i.e. ``b = r - mean_U g``;
-    * code 2, the fraction constraint of Joachims' TSVM (1999): the fraction of
-      unlabeled points with ``g + b > 0`` equals the labeled positive fraction
-      ``(1 + r) / 2``, i.e. ``b = -quantile(g, 1 - (1 + r) / 2)``. It does not
-      depend on the scale of ``g``, which matters with imbalanced classes;
-    * code 4, the mean constraint on outputs clipped to the margin,
-      ``mean_U clip(g + b, -1, 1) = r``: points beyond the margin count as
-      +-1 whatever their ``|g|``, so it reads as ``"mean"`` when the outputs
-      are small and as a class fraction when they are saturated. ``b`` by
-      bisection (the clipped mean is monotone in ``b``).
-    """
-    if code == 1:
-        return r - g_unlabeled.mean(axis=0)
-    if code == 4:
-        lo = -1.0 - g_unlabeled.max(axis=0)
-        hi = 1.0 - g_unlabeled.min(axis=0)
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            low = np.clip(g_unlabeled + mid, -1.0, 1.0).mean(axis=0) < r
-            lo = np.where(low, mid, lo)
-            hi = np.where(low, hi, mid)
-        return 0.5 * (lo + hi)
-    q = 1.0 - (1.0 + r) / 2.0
-    return -np.array(
-        [np.quantile(g_unlabeled[:, k], q[k]) for k in range(g_unlabeled.shape[1])]
-    )
-
-
-def check_sgd_outputs(est, f: np.ndarray, j0: float) -> bool:
-    """Warn when an SGD iterate has outputs no minimiser of its objective has.
-
-    With ``lam = 1`` a minimiser has ``||f||_H^2 <= 2 J(0)`` (else ``f = 0``
-    is better), so ``|f(x)| <= sqrt(2 J(0) k(x, x))``; random Fourier
-    features (RBF and Laplacian kernels) give ``k(x, x) <= 2``, and the
-    balancing bias moves the outputs by at most their own range plus the
-    margin. Ten times that is an iterate
-    that diverged (the default ``eta0 = 1`` at C = 10, 40 steps on 300 rows:
-    outputs ~ 10^5 where the bound is ~ 10^3), which check_fitted_model does
-    not see while the values stay finite. It also sees an iterate whose norm
-    exploded while its loss stayed low, which :func:`weakkernels._dsg.
-    check_sgd_curve` does not. Returns whether it warned."""
-    bound = 10.0 * (2.0 * math.sqrt(4.0 * max(j0, 0.0)) + 1.0)
-    top = float(np.max(np.abs(f))) if np.size(f) else 0.0
-    diverged = top > bound
-    if diverged:
-        warnings.warn(
-            f"{type(est).__name__}(solver='sgd') returned decision values up to "
-            f"{top:.3g} on its labeled points, beyond {bound:.3g} (ten times "
-            "what any minimiser of its objective reaches): the SGD iterate "
-            "diverged or is far from converged. Lower eta0 or raise max_iter.",
-            ConvergenceWarning, stacklevel=3)
-    return diverged
-
-
-def hinge_grad(margin: np.ndarray) -> np.ndarray:
-    """``dl/dz`` of the hinge ``l(z) = max(0, 1 - z)`` at ``z = y f(x)``."""
-    return np.where(margin < 1.0, -1.0, 0.0)
-
-
-LABELED_LOSSES = ("hinge", "squared_hinge", "smooth_hinge")
-# Width of the quadratic piece of the smooth hinge: small enough that the loss
-# stays within delta/2 of the hinge (so C keeps SVC's meaning), large enough
-# for L-BFGS's curvature pairs.
-_SMOOTH_DELTA = 0.5
-
-
-def labeled_loss(name: str, margin: np.ndarray) -> np.ndarray:
-    """Labeled losses at ``z = y f(x)``: the hinge of paper 000 Eq. (1),
-    the squared hinge ``max(0, 1 - z)^2`` (L2-SVM), and the smooth hinge
-    (the hinge with its kink replaced by a quadratic over ``1 - delta < z < 1``,
-    ``delta = 0.5``: differentiable, and within ``delta / 2`` of the hinge)."""
-    h = np.maximum(0.0, 1.0 - margin)
-    if name == "hinge":
-        return h
-    if name == "squared_hinge":
-        return h * h
-    d = _SMOOTH_DELTA
-    return np.where(h > d, h - 0.5 * d, h * h / (2.0 * d))
-
-
-def labeled_loss_grad(name: str, margin: np.ndarray) -> np.ndarray:
-    """``dl/dz`` of :func:`labeled_loss`."""
-    h = np.maximum(0.0, 1.0 - margin)
-    if name == "hinge":
-        return hinge_grad(margin)
-    if name == "squared_hinge":
-        return -2.0 * h
-    return -np.minimum(h / _SMOOTH_DELTA, 1.0)
-
-
-def labeled_loss_curvature(name: str, margin: np.ndarray) -> np.ndarray:
-    """``d^2 l / dz^2`` of :func:`labeled_loss` (0 at and beyond the kinks:
-    the generalised Hessian of a piecewise quadratic)."""
-    h = np.maximum(0.0, 1.0 - margin)
-    if name == "hinge":
-        return np.zeros_like(h)
-    if name == "squared_hinge":
-        return 2.0 * (h > 0.0)
-    return ((h > 0.0) & (h < _SMOOTH_DELTA)) / _SMOOTH_DELTA
-
-
-def unlabeled_loss_curvature(name: str, f: np.ndarray, s: float = -0.3) -> np.ndarray:
-    """The convex part of ``u''(f)`` of :func:`unlabeled_loss`, negative
-    curvature clipped to 0 (for ``"ramp_cccp"``: of its convex majorant,
-    :func:`ramp_cccp_convex`)."""
-    if name in ("shg", "ramp"):
-        return np.zeros_like(f)
-    if name == "sshg":
-        return (np.abs(f) < 1.0).astype(np.float64)
-    if name == "da":
-        return np.maximum(0.0, (100.0 * f * f - 10.0) * np.exp(-5.0 * f * f))
-    if name == "ramp_cccp":
-        return (labeled_loss_curvature("smooth_hinge", f)
-                + labeled_loss_curvature("smooth_hinge", -f))
-    raise ValueError(f"unknown unlabeled loss {name!r}")
+from weakkernels.random_features import as_compute_rows
 
 
 def _held_out_errors(Y: np.ndarray, f: np.ndarray, rows) -> np.ndarray:
@@ -327,23 +90,18 @@ def _held_out_errors(Y: np.ndarray, f: np.ndarray, rows) -> np.ndarray:
 # validation_fraction="auto": hold out this fraction of the labels to choose
 # C* (paper 004's validation set) when there are at least this many labels,
 # as HistGradientBoosting's early_stopping="auto" validates from 10 000
-# samples on. From there a tenth of the labels resolves the differences the
-# C* stages make: 10 000 labels of a uniform-density teacher (synthetic,
-# d = 28), the paper's C* rule 8.79 / 8.66 % test error at 10^5 / 10^7 rows,
-# the held-out choice (C* = 0) 8.41 / 8.31 %, SVC on the labels 8.43 %
-# (BENCHMARKS.md, "C* on held-out labels"); below it the labels are too few
-# to spare (MNIST's 1 000: 100 held-out rows resolve about +-3 pp).
+# samples on: from there a tenth of the labels resolves the differences the
+# C* stages make, below it the labels are too few to spare
+# (docs/benchmarks/design_notes.md, "The estimators' defaults").
 AUTO_VALIDATION_MIN_LABELS = 10_000
 AUTO_VALIDATION_FRACTION = 0.1
 # Below that, on a problem of at most this many rows (every row a Nystrom
 # landmark: the exact kernel machine, a fit of seconds), "auto" chooses by
 # this many folds of cross-validation over the labels instead, with ramp_cccp
-# one more candidate for the binary default loss. On SSL-book g241n (100
-# labels, 1 400 unlabeled) the rule falls to chance at C <= 10; the choice
-# does not (20.6 % best of C against CCCP-TSVM's 21.6 %; BENCHMARKS.md,
-# "SSL-book sets"); MNIST, 1 000 labels, 2 000 unlabeled: 6.87 against
-# 7.06 % (3 seeds), at about 10x the rule's CPU. Not above this size, where the
-# k + 1 fits would cost minutes.
+# one more candidate for the binary default loss: where the rule falls to
+# chance on small problems (SSL-book g241n), the choice does not. Not above
+# this size, where the k + 1 fits would cost minutes (docs/benchmarks/design_notes.md,
+# "The estimators' defaults").
 AUTO_CV_MAX_ROWS = 4096
 AUTO_CV_FOLDS = 5
 # Between the two, "auto" holds out this fraction of the labels: the C*
@@ -402,14 +160,13 @@ def resolve_validation_fraction(value, y_labeled: np.ndarray, solver: str,
     return None
 
 
-_COMMON_CONSTRAINTS = {
-    **DSG_CONSTRAINTS,
+# the S3VMs' own parameters (the shared ones: weakkernels._base)
+_S3VM_CONSTRAINTS = {
     "C": [Interval(Real, 0, None, closed="neither")],
     "C_star": [Interval(Real, 0, None, closed="left"), None],
     "loss": [StrOptions(set(LABELED_LOSSES))],
     "unlabeled_loss": [StrOptions({*UNLABELED_LOSSES, "auto"})],
     "s": [Interval(Real, None, 1, closed="neither")],
-    "n_passes": [Interval(Real, 0, None, closed="neither")],
     "learning_rate": [StrOptions(set(SCHEDULES))],
     "balance": [StrOptions({"auto", "mean", "quantile", "none", "supervised",
                             "clipped"}),
@@ -418,125 +175,91 @@ _COMMON_CONSTRAINTS = {
     "validation_fraction": [Interval(Real, 0, 1, closed="neither"),
                             Interval(Integral, 2, None, closed="left"),
                             StrOptions({"auto"}), None],
-    **BASIS_CONSTRAINTS,
 }
 
 
-class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator):
-    """Shared fit/predict of TSGS3VM and FRS3VM (they differ in the feature layout)."""
+class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
+    """Shared fit/predict of TSGS3VM and FRS3VM (they differ in the feature
+    layout): paper 000 Eq. (1) on labeled (``y`` a class) and unlabeled
+    (``y == -1``) rows."""
 
-    _parameter_constraints = dict(_COMMON_CONSTRAINTS)
-    # the parameter of the feature budget, named by the pre-fit plan's refusal
-    _size_param = "max_features"
+    _divergence_hint = "eta0 (step size) or C"
+    _keep_float32 = True
 
-    # -- subclass hooks --------------------------------------------------------
-    def _layout(self, n_rows: int, set_sizes, d: int) -> tuple[int, int]:
-        """Return ``(block_size, max_blocks)`` for ``n_rows`` training rows of
-        ``d`` columns in sets of ``set_sizes`` (labeled, unlabeled)."""
-        raise NotImplementedError
-
-    def _features_given(self) -> bool:
-        """Whether the user fixed the feature count (else the default rule)."""
-        raise NotImplementedError
-
-    # -- fit ---------------------------------------------------------------
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Fit on labeled and unlabeled samples.
-
-        Parameters
-        ----------
-        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
-            Sparse input (CSR, CSC, COO) is used as CSR and never densified:
-            the random-feature projections of its rows are computed from the
-            stored entries (:func:`weakkernels.random_features.csr_project`).
-        y : array-like of shape (n_samples,)
-            Class labels; ``-1`` marks an unlabeled sample (scikit-learn's
-            semi-supervised convention). At least two labeled classes and at
-            least one unlabeled sample are required.
-        """
-        X, y = dask_inputs(X, y)  # a dask X: rows stay on the workers
+    # -- fit hooks (RandomFeatureClassifier) --------------------------------
+    def _fit_data(self, X, y) -> FitData:
         X, y, labeled, classes = validate_semi_supervised(
             self, X, y, keep_float32=True, accept_sparse=True
         )
         self.classes_ = classes
-        dtype = np.dtype(self.dtype)
         # Only the (few) labeled rows are copied; unlabeled rows are gathered
         # from X by index, so X may be a memory-mapped file larger than RAM
         # (out-of-core training).
         idx_u = np.flatnonzero(~labeled)
-        XL = as_compute_rows(X[labeled], dtype)
+        XL = as_compute_rows(X[labeled], np.dtype(self.dtype))
         yl = y[labeled]
-        n_l, n_u = XL.shape[0], idx_u.size
-        K = 1 if classes.size == 2 else classes.size
-        opts = options_of(self)
-        B, max_blocks = self._layout(X.shape[0], (n_l, n_u), X.shape[1])
-        # bytes and steps from the shapes, refused before anything is allocated
-        self.fit_plan_ = check_plan(self, plan_fit(
-            self, n_rows=X.shape[0], n_features_in=X.shape[1], n_outputs=K,
-            block_size=B, max_blocks=max_blocks, n_iter=iteration_budget(
-                self.solver, self.max_iter, self.n_passes, n_u, self.batch_size,
-                opts=opts),
-            features_given=self._features_given(), batch_rows=2 * self.batch_size,
-            n_labeled=n_l, size_param=self._size_param),
-            np.unique(yl, return_counts=True)[1])
-        # +1/-1 targets per output: binary uses classes_[1] as the positive class,
-        # multiclass is one-vs-rest over shared features and shared unlabeled data.
+        return FitData(
+            X=X, set_sizes=(XL.shape[0], idx_u.size), n_columns=X.shape[1],
+            first=(X, np.flatnonzero(labeled)), rest=(X, idx_u),
+            n_outputs=1 if classes.size == 2 else classes.size,
+            label_counts=np.unique(yl, return_counts=True)[1],
+            n_labeled=XL.shape[0], XL=XL, yl=yl, idx_u=idx_u)
+
+    def _prepare(self, data: FitData) -> None:
+        """The targets, the resolved defaults and C*."""
+        K, yl, classes = data.n_outputs, data.yl, self.classes_
+        # +1/-1 targets per output: binary uses classes_[1] as the positive
+        # class, multiclass is one-vs-rest over shared features and shared
+        # unlabeled data.
         if K == 1:
-            Y = np.where(yl == classes[1], 1.0, -1.0)[:, None]
+            data.Y = np.where(yl == classes[1], 1.0, -1.0)[:, None]
         else:
-            Y = np.where(yl[:, None] == classes[None, :], 1.0, -1.0)
+            data.Y = np.where(yl[:, None] == classes[None, :], 1.0, -1.0)
         # Balancing constraint (paper 004 Eq. 1.13): mean f on U = mean y on L.
-        r = Y.mean(axis=0)
+        data.r = data.Y.mean(axis=0)
         self.unlabeled_loss_ = resolve_auto("unlabeled_loss", self.unlabeled_loss, K)
         self.balance_ = resolve_auto("balance", self.balance, K)
-        C = float(self.C)
+        n_l, n_u = data.set_sizes
         # Paper 004's rule C* = C L / U (per-point weights): the unlabeled term
         # as a whole weighs as much as the labeled one.
-        C_star = c_star_rule(C, n_l, n_u) if self.C_star is None else float(self.C_star)
+        C_star = (c_star_rule(float(self.C), n_l, n_u) if self.C_star is None
+                  else float(self.C_star))
         self.C_star_ = C_star
-        self.sigma_ = resolve_sigma(self.sigma, X)
-
-        seed = seed_from_random_state(self.random_state)
-        self.seed_ = seed
-        sgd = self.solver == "sgd"
         # (C* = 0 leaves nothing to choose: every candidate is a multiple)
         self.validation_fraction_ = resolve_validation_fraction(
-            self.validation_fraction, yl, self.solver, X.shape[0],
-            hasattr(X, "primal_set")) if C_star > 0 else None
-        spec, B, max_blocks, self.features_ = expansion_basis(
-            self.features, solver=self.solver, kernel=self.kernel,
-            sigma=self.sigma_, degree=self.degree, coef0=self.coef0,
-            first=(X, np.flatnonzero(labeled)), rest=(X, idx_u),
-            m=B * max_blocks if self._features_given() else None,
-            block_size=B, max_blocks=max_blocks, dtype=dtype, seed=seed,
-            opts=opts)
-        T = iteration_budget(self.solver, self.max_iter, self.n_passes, n_u,
-                             self.batch_size, opts=opts)
+            self.validation_fraction, yl, self.solver, data.X.shape[0],
+            hasattr(data.X, "primal_set")) if C_star > 0 else None
+
+    def _check_s3vm_params(self, data: FitData) -> None:
+        """Refuse the parameter combinations the solver cannot run."""
+        sgd = self.solver == "sgd"
         schedule = SCHEDULES[self.learning_rate]
-        eta0 = float(self.eta0)
         if sgd and self.balance_ == "supervised":
             raise ValueError(
                 'balance="supervised" needs solver="lbfgs" (it anchors the '
                 "constraint on the first, supervised annealing stage)."
             )
-        if sgd and step_size(schedule, eta0, 0, T) >= 1.0 and schedule != 1:
+        if (sgd and step_size(schedule, float(self.eta0), 0, data.n_iter) >= 1.0
+                and schedule != 1):
             raise ValueError(
                 f"eta0={self.eta0} gives a step >= 1 with learning_rate="
-                f"{self.learning_rate!r} and T={T} iterations; the update "
-                "(1 - step) f would flip f. Lower eta0."
+                f"{self.learning_rate!r} and T={data.n_iter} iterations; the "
+                "update (1 - step) f would flip f. Lower eta0."
             )
-        balance = _BALANCE[self.balance_]
-        lname, uname = self.loss, self.unlabeled_loss_
-        cccp = uname == "ramp_cccp"
+        cccp = self.unlabeled_loss_ == "ramp_cccp"
         if sgd and cccp:
             raise ValueError('unlabeled_loss="ramp_cccp" needs solver="lbfgs" '
                              "(its concave-convex steps are L-BFGS solves).")
-        if cccp and hasattr(X, "primal_set"):
+        if cccp and hasattr(data.X, "primal_set"):
             # a Dask point set ships its loss to the workers once: the slopes
             # the solver re-linearises would not follow
             raise NotImplementedError(
                 'unlabeled_loss="ramp_cccp" is not available on Dask inputs.')
+
+    def _make_problem(self, data: FitData):
+        self._check_s3vm_params(data)
+        n_u, K = data.set_sizes[1], data.n_outputs
+        data.uname = uname = self.unlabeled_loss_
         # a cross-validated choice (validation_fraction = k folds) with the
         # binary default loss: ramp_cccp at the rule is one more candidate,
         # the loss that follows CCCP-TSVM on cluster-structured sets (g241n)
@@ -545,90 +268,118 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
                           and self.unlabeled_loss == "auto")
         # ramp_cccp: the slope of the linearised concave part per unlabeled
         # row and output, set by the solver at each concave-convex step
-        slope = np.zeros((n_u, K)) if cccp or ramp_candidate else None
-
-        def majorize(f, rows):
-            """Re-linearise the concave part at the outputs ``f`` of the
-            unlabeled ``rows``; the fraction of slopes (in [-1, 1]) that moved
-            by more than 1 % of their range."""
-            rows = np.arange(n_u) if rows is None else rows
-            new = ramp_cccp_slope(f, self.s)
-            moved = float(np.mean(np.abs(new - slope[rows]) > 0.02))
-            slope[rows] = new
-            return moved
-
+        data.slope = (np.zeros((n_u, K))
+                      if uname == "ramp_cccp" or ramp_candidate else None)
         # cross-validation (small problems): the held features of the
         # unlabeled rows, built once for every fold and for the final fit
-        feature_cache = {} if isinstance(vf, Integral) else None
+        data.feature_cache = {} if isinstance(vf, Integral) else None
+        uname, C_star = self._select(data, self.C_star_, uname, ramp_candidate)
+        return (self._problem(data, data.XL, data.Y, C_star, uname=uname),
+                self._solve_keywords(uname))
+
+    def _solve_keywords(self, uname: str) -> dict:
+        """The step and annealing keywords of :func:`fit_expansion`."""
+        schedule, eta0 = SCHEDULES[self.learning_rate], float(self.eta0)
+        return dict(
+            step=lambda t, T: step_size(schedule, eta0, t, T),
+            # the concave-convex steps are their own continuation from their
+            # start (the supervised machine, or the constant mean_L y with
+            # balance="mean"): the C*-fraction stages cost accuracy on g241n
+            # (docs/benchmarks/design_notes.md, "The estimators' defaults")
+            anneal=0.0 if uname == "ramp_cccp" else float(self.anneal))
+
+    def _fit_candidate(self, data: FitData, problem: Problem, uname: str):
+        """One fit of the model selection (no monitor)."""
+        return self._solve(problem, data, **self._solve_keywords(uname))
+
+    def _majorize(self, data: FitData, f, rows):
+        """Re-linearise the concave part at the outputs ``f`` of the unlabeled
+        ``rows``; the fraction of slopes (in [-1, 1]) that moved by more than
+        0.02 (a hundredth of their range)."""
+        slope = data.slope
+        rows = np.arange(data.set_sizes[1]) if rows is None else rows
+        new = ramp_cccp_slope(f, self.s)
+        moved = float(np.mean(np.abs(new - slope[rows]) > 0.02))
+        slope[rows] = new
+        return moved
+
+    def _problem(self, data: FitData, XL, Y, C_star, held=None, uname=None):
+        """Eq. (1) on the labeled rows ``XL`` (targets ``Y``) and every
+        unlabeled row, with the unlabeled loss ``uname`` (None: the resolved
+        ``unlabeled_loss_`` before any model selection); ``held``: rows and
+        targets of held-out labels that only score the annealing stages
+        (:class:`Problem`'s ``select``)."""
+        uname = data.uname if uname is None else uname
+        n_l, n_u = XL.shape[0], data.set_sizes[1]
+        cccp = uname == "ramp_cccp"
+        C, lname, slope = float(self.C), self.loss, data.slope
+        sgd = self.solver == "sgd"
+        balance, r = _BALANCE[self.balance_], data.r
+
+        def pointwise(s, f, rows, m, w):
+            """Eq. (1) with C and C* on sums (scikit-learn's SVC
+            convention): set ``s``'s part at the outputs ``f`` of its
+            ``rows`` (of ``m`` drawn), so that the sum over a sample
+            estimates the full sum."""
+            if s == 0:
+                YL = Y[rows]
+                k = C * n_l / m
+                margin = YL * f
+                return (k * labeled_loss(lname, margin).sum(),
+                        k * labeled_loss_grad(lname, margin) * YL)
+            k = C_star * w * n_u / m
+            if cccp:
+                # the convex majorant of paper 004 Eq. 1.12 at the last
+                # linearisation: convex part + slope * f (the objective
+                # up to a constant that does not depend on f)
+                val, grad = ramp_cccp_convex(f)
+                b = slope[rows]
+                return k * (val.sum() + float(np.sum(b * f))), k * (grad + b)
+            return (k * unlabeled_loss(uname, f, self.s).sum(),
+                    k * unlabeled_loss_grad(uname, f, self.s))
+
+        def curvature(s, f, rows, m, w):
+            """The generalised second derivative of ``pointwise``."""
+            if s == 0:
+                return C * n_l / m * labeled_loss_curvature(lname, Y[rows] * f)
+            k = C_star * w * n_u / m
+            return k * unlabeled_loss_curvature(uname, f, self.s)
+
+        def loss(fs, idx, sizes, w):
+            parts = [pointwise(s, f, np.arange(f.shape[0]) if i is None else i,
+                               f.shape[0], w)
+                     for s, (f, i) in enumerate(zip(fs, idx, strict=True))]
+            return sum(p[0] for p in parts), [p[1] for p in parts]
+
+        return Problem(
+            [(XL, None), (data.X, data.idx_u)] + ([(held[0], None)] if held else []),
+            data.n_outputs, loss, lam=1.0,
+            intercept="balance" if balance else ("none" if sgd else "free"),
+            balance=lambda gU: balancing_bias(balance, gU, r),
+            balance_target=_ANCHORS[balance](r) if balance in _ANCHORS
+            and not sgd else r,
+            uses=lambda w: [True, w * C_star > 0] + [False] * bool(held),
+            pointwise=pointwise, curvature=curvature, outputs_on=1,
+            majorize=partial(self._majorize, data) if cccp else None,
+            select=(2, partial(_held_out_errors, held[1])) if held else None,
+            options=data.opts, feature_cache=data.feature_cache,
+        )
+
+    def _select(self, data: FitData, C_star: float, uname: str,
+                ramp_candidate: bool):
+        """Paper 004's choice of C* on labeled validation rows
+        (``validation_fraction_``): by k-fold cross-validation or on one
+        held-out part. Returns the unlabeled loss and the C* kept (the given
+        ones without a choice)."""
+        vf, seed, slope = self.validation_fraction_, data.seed, data.slope
+        XL, Y, yl, n_l = data.XL, data.Y, data.yl, data.set_sizes[0]
+        cccp = uname == "ramp_cccp"
+
+        def fit(problem, uname=uname):
+            return self._fit_candidate(data, problem, uname)
 
         def problem_for(XL, Y, C_star, held=None, uname=uname):
-            """Eq. (1) on the labeled rows ``XL`` (targets ``Y``) and every
-            unlabeled row, with the unlabeled loss ``uname``; ``held``: rows
-            and targets of held-out labels that only score the annealing
-            stages (:class:`Problem`'s ``select``)."""
-            n_l = XL.shape[0]
-            cccp = uname == "ramp_cccp"
-
-            def pointwise(s, f, rows, m, w):
-                """Eq. (1) with C and C* on sums (scikit-learn's SVC
-                convention): set ``s``'s part at the outputs ``f`` of its
-                ``rows`` (of ``m`` drawn), so that the sum over a sample
-                estimates the full sum."""
-                if s == 0:
-                    YL = Y[rows]
-                    k = C * n_l / m
-                    margin = YL * f
-                    return (k * labeled_loss(lname, margin).sum(),
-                            k * labeled_loss_grad(lname, margin) * YL)
-                k = C_star * w * n_u / m
-                if cccp:
-                    # the convex majorant of paper 004 Eq. 1.12 at the last
-                    # linearisation: convex part + slope * f (the objective
-                    # up to a constant that does not depend on f)
-                    val, grad = ramp_cccp_convex(f)
-                    b = slope[rows]
-                    return k * (val.sum() + float(np.sum(b * f))), k * (grad + b)
-                return (k * unlabeled_loss(uname, f, self.s).sum(),
-                        k * unlabeled_loss_grad(uname, f, self.s))
-
-            def curvature(s, f, rows, m, w):
-                """The generalised second derivative of ``pointwise``."""
-                if s == 0:
-                    return C * n_l / m * labeled_loss_curvature(lname, Y[rows] * f)
-                k = C_star * w * n_u / m
-                return k * unlabeled_loss_curvature(uname, f, self.s)
-
-            def loss(fs, idx, sizes, w):
-                parts = [pointwise(s, f, np.arange(f.shape[0]) if i is None else i,
-                                   f.shape[0], w)
-                         for s, (f, i) in enumerate(zip(fs, idx, strict=True))]
-                return sum(p[0] for p in parts), [p[1] for p in parts]
-
-            return Problem(
-                [(XL, None), (X, idx_u)] + ([(held[0], None)] if held else []),
-                K, loss, lam=1.0,
-                intercept="balance" if balance else ("none" if sgd else "free"),
-                balance=lambda gU: balancing_bias(balance, gU, r),
-                balance_target=_ANCHORS[balance](r) if balance in _ANCHORS
-                and not sgd else r,
-                uses=lambda w: [True, w * C_star > 0] + [False] * bool(held),
-                pointwise=pointwise, curvature=curvature, outputs_on=1,
-                majorize=majorize if cccp else None,
-                select=(2, partial(_held_out_errors, held[1])) if held else None,
-                options=opts, feature_cache=feature_cache,
-            )
-
-        def fit(problem, uname=uname, **kwargs):
-            return fit_expansion(
-                problem, spec=spec, solver=self.solver, max_blocks=max_blocks,
-                n_iter=T, batch_size=self.batch_size,
-                step=lambda t, T: step_size(schedule, eta0, t, T),
-                # the concave-convex steps are their own continuation from
-                # their start (the supervised machine, or the constant mean_L
-                # y with balance="mean"): the C*-fraction stages cost g241n
-                # 3.8 pp
-                anneal=0.0 if uname == "ramp_cccp" else float(self.anneal),
-                tol=float(self.tol), seed=seed, **kwargs)
+            return self._problem(data, XL, Y, C_star, held, uname)
 
         if isinstance(vf, Integral):
             # paper 004's choice of C* on labeled validation rows, by k-fold
@@ -678,33 +429,48 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
             C_star = self.C_star_ = C_star * chosen.weight
             if cccp:
                 slope[:] = 0.0  # the fit starts from its own linearisation
-        monitor = callback_monitor(
-            self, lambda model, b: self._set_model_state(model, X, idx_u, r, seed, b)
-        )
-        result = fit(problem_for(XL, Y, C_star, uname=uname), uname, monitor=monitor,
-                     monitor_every=self.callback_every)
-        if feature_cache is not None:
-            feature_cache.clear()
-        self.n_iter_ = result.n_iter
-        self.objective_curve_ = result.objective_curve
-        with one_blas_thread():
-            self._set_model_state(result.model, X, idx_u, r, seed, result.intercept)
-        if result.balance_outputs is not None and balance != 2:
+        return uname, C_star
+
+    def _set_offset(self, model: FunctionalModel, b, data: FitData) -> None:
+        balance = _BALANCE[self.balance_]
+        # solver="lbfgs" holds the mean and clipped constraints on all its
+        # unlabeled rows (the bias it returns); SGD's per-minibatch bias and
+        # the quantile rule are set here, on a fixed sample.
+        if balance == 2 or (balance in (1, 4) and self.solver == "sgd"):
+            # Final bias from a fixed sample of unlabeled points.
+            idx_u = data.idx_u
+            rows = idx_u[seeded_sample(idx_u.size, 4096, data.seed)]
+            XB = as_compute_rows(data.X[rows], model.spec.dtype)
+            self.intercept_ = balancing_bias(balance, model.evaluate(XB), data.r)
+        else:
+            self.intercept_ = np.array(b, dtype=np.float64).reshape(model.K)
+
+    def _check_solution(self, result, data: FitData) -> None:
+        if data.feature_cache is not None:
+            data.feature_cache.clear()  # the final fit's features, no longer read
+        if result.balance_outputs is not None and _BALANCE[self.balance_] != 2:
             # the outputs on every unlabeled row, as the machine predicts them
             # ("quantile" moves the bias after the solve: not these outputs)
-            check_unlabeled_predictions(self, result.balance_outputs, Y)
-        result.model.release()
-        # Platt scaling on the labeled points: the only ones with known labels.
+            check_unlabeled_predictions(self, result.balance_outputs, data.Y)
+
+    def _finish(self, result, data: FitData) -> None:
+        """The fitted-model checks, then Platt scaling on the labeled points:
+        the only ones with known labels."""
+        XL, Y, K = data.XL, data.Y, data.n_outputs
         # XL was validated with X: not again (a DataFrame's feature names are
         # not on the ndarray, and re-validating warned on every fit).
         fL = self._decision(XL)
         # non-finite -> ValueError naming the kernel; constant -> warning
         check_fitted_model(self, np.r_[self.coef_.ravel(), self.intercept_], fL)
         diverged = False
-        if sgd and self.kernel in ("rbf", "laplacian"):  # Fourier features
-            # J(0), Eq. (1) at f = 0, bounds every minimiser: ||f||_H^2 <= 2 J(0)
-            j0 = (C * n_l * float(labeled_loss(lname, np.zeros(1))[0]) + C_star
-                  * n_u * float(unlabeled_loss(uname, np.zeros(1), self.s)[0]))
+        if self.solver == "sgd" and self.kernel in ("rbf", "laplacian"):
+            # Fourier features. J(0), Eq. (1) at f = 0, bounds every
+            # minimiser: ||f||_H^2 <= 2 J(0)
+            n_l, n_u = data.set_sizes
+            j0 = (float(self.C) * n_l
+                  * float(labeled_loss(self.loss, np.zeros(1))[0])
+                  + self.C_star_ * n_u * float(unlabeled_loss(
+                      self.unlabeled_loss_, np.zeros(1), self.s)[0]))
             diverged = check_sgd_outputs(self, fL, j0)
         if not diverged:  # one warning a fit
             # the loss along the run: any kernel (the bound above needs the
@@ -714,54 +480,17 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
         self.platt_ = np.array(
             [fit_platt(fL[:, k], (Y[:, k] > 0).astype(float)) for k in range(K)]
         )
-        return self
-
-    def _set_model_state(self, model: FunctionalModel, X, idx_u, r, seed: int, b):
-        """Expose the current expansion as fitted attributes (usable mid-fit)."""
-        self.spec_ = model.spec
-        self.n_blocks_ = model.n_blocks
-        self.coef_ = model.coefficients()
-        balance = _BALANCE[self.balance_]
-        # solver="lbfgs" holds the mean and clipped constraints on all its
-        # unlabeled rows (the bias it returns); SGD's per-minibatch bias and
-        # the quantile rule are set here, on a fixed sample.
-        if balance == 2 or (balance in (1, 4) and self.solver == "sgd"):
-            # Final bias from a fixed sample of unlabeled points.
-            rows = idx_u[seeded_sample(idx_u.size, 4096, seed)]
-            XB = as_compute_rows(X[rows], model.spec.dtype)
-            self.intercept_ = balancing_bias(balance, model.evaluate(XB), r)
-        else:
-            self.intercept_ = np.array(b, dtype=np.float64).reshape(model.K)
-        check_divergence(self.coef_, "eta0 (step size) or C")
-        self.n_features_model_ = model.n_features
 
     # -- prediction --------------------------------------------------------
-    def decision_function(self, X):
-        """Decision values ``f(x) + b`` (Algorithm 2: features regenerated from
-        the seed). Shape (n,) for binary, (n, n_classes) for one-vs-rest.
-        ``X`` may be dense or scipy.sparse (CSR, CSC, COO)."""
-        check_is_fitted(self)
-        if is_dask_collection(X):
-            return map_rows(self.decision_function, X, self._width())
-        X = validate_predict(self, X, keep_float32=True, accept_sparse=True)
-        return self._decision(X)
-
     def _width(self):
         """Columns of the decision values (None: one value per row)."""
         return None if self.classes_.size == 2 else self.classes_.size
 
     def _decision(self, X):
-        """:meth:`decision_function` on validated rows."""
+        """:meth:`decision_function` on validated rows: ``f(x) + b``, shape
+        (n,) for binary, (n, n_classes) for one-vs-rest."""
         f = self.spec_.decision(X, self.coef_, self.n_blocks_) + self.intercept_
         return f[:, 0] if f.shape[1] == 1 else f
-
-    def predict(self, X):
-        if is_dask_collection(X):
-            return map_rows(self.predict, X, None)
-        f = self.decision_function(X)
-        if f.ndim == 1:
-            return self.classes_[(f > 0).astype(int)]
-        return self.classes_[np.argmax(f, axis=1)]
 
     def predict_proba(self, X):
         """Class probabilities by Platt scaling fitted on the labeled points;
@@ -778,235 +507,24 @@ class _S3VMBase(LabeledScoreMixin, ArtifactMixin, ClassifierMixin, BaseEstimator
         P = np.clip(P, 1e-12, None)
         return P / P.sum(axis=1, keepdims=True)
 
-    # -- artifacts ---------------------------------------------------------
-    def _artifact_state(self):
-        meta, arrays = expansion_state(self)
-        meta.update(C_star=self.C_star_, seed=self.seed_,
-                    n_features_in=self.n_features_in_,
-                    unlabeled_loss=self.unlabeled_loss_, balance=self.balance_)
-        arrays.update(
-            intercept=np.asarray(self.intercept_, dtype=np.float64),
-            classes=self.classes_,
-            platt=self.platt_,
-        )
-        return meta, arrays
+    # -- model files -------------------------------------------------------
+    def _add_state(self, meta, arrays):
+        meta.update(C_star=self.C_star_, unlabeled_loss=self.unlabeled_loss_,
+                    balance=self.balance_)
+        arrays.update(intercept=np.asarray(self.intercept_, dtype=np.float64),
+                      platt=self.platt_)
 
-    def _set_artifact_state(self, meta, arrays):
-        set_expansion_state(self, meta, arrays)
-        self.features_ = ("nystroem" if isinstance(self.spec_, NystromSpec)
-                          else "fourier")
+    def _set_own_state(self, meta, arrays):
         self.C_star_ = float(meta["C_star"])
-        self.seed_ = int(meta["seed"])
-        self.n_features_in_ = int(meta["n_features_in"])
         self.intercept_ = arrays["intercept"]
-        self.classes_ = arrays["classes"]
         self.platt_ = arrays["platt"]
         # files written before "auto" existed: the parameters were what ran
         self.unlabeled_loss_ = meta.get("unlabeled_loss", self.unlabeled_loss)
         self.balance_ = meta.get("balance", self.balance)
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
-
-
-_SHARED_PARAMS_DOC = """C : float, default=1.0
-        Weight of the *sum* of the labeled losses, as ``C`` of scikit-learn's
-        ``SVC``: ``1/2 ||f||^2 + C sum_L l(y f(x)) + C* sum_U u(f(x))``. Paper
-        000 Eq. (1) weighs the *mean* by its ``C``: ``C_paper = C * n_l``.
-    C_star : float or None, default=None
-        Weight of the sum of the unlabeled losses; None uses paper 004's rule
-        ``C * n_l / n_u`` (the unlabeled term weighs as much as the labeled
-        one; with Eq. (1)'s means this is ``C*_paper = C_paper``). The value
-        used is ``C_star_``.
-    kernel : {"rbf", "laplacian", "poly"}, default="rbf"
-    sigma : float or "scale", default="scale"
-        Kernel width, ``exp(-sigma ||x - x'||^2)`` (scikit-learn's ``gamma``);
-        ``"scale"`` is ``1 / (d Var X)`` as ``SVC(gamma="scale")``. The value
-        used is ``sigma_``.
-    degree, coef0 : polynomial kernel ``(sigma <x, x'> + coef0) ** degree``.
-    loss : {"squared_hinge", "smooth_hinge", "hinge"}, default="squared_hinge"
-        Labeled loss (:func:`labeled_loss`). The hinge of Eq. (1) is not
-        differentiable, which L-BFGS needs; the squared hinge (L2-SVM,
-        ``LinearSVC``'s default) and the smooth hinge are. The squared hinge
-        weighs a margin error more than the hinge at the same ``C`` (a larger
-        effective C where errors are large), the smooth hinge stays within
-        0.25 of the hinge (``SVC``'s scale of ``C``) but underfits at scale
-        (docs/fidelity.md, paper 000's departure 3).
-        Use "hinge" with ``solver="sgd"`` for the paper as printed.
-    unlabeled_loss : {"auto", "da", "shg", "sshg", "ramp", "ramp_cccp"}, \
-default="auto"
-        Table 2 of paper 000 (see :func:`unlabeled_loss`); "da" is smooth.
-        ``"auto"``: ``"da"`` for a binary problem, ``"shg"`` for one-vs-rest
-        (with ``balance="auto"``; the pair measured on MNIST, SSL-book COIL
-        and COIL-20, docs/fidelity.md). The value used is
-        ``unlabeled_loss_``. ``"ramp_cccp"`` (``solver="lbfgs"``, not on Dask
-        inputs): paper 004's symmetric ramp with smoothed hinges, minimised
-        as CCCP-TSVM minimises it -- concave-convex steps (Algorithm 1.3),
-        each an L-BFGS solve of the convex majorant from the previous
-        solution, no annealing (``anneal`` is ignored): from the
-        supervised machine with an anchored balance (``"clipped"``,
-        ``"supervised"``), from the constant ``mean_L y`` with ``"mean"``.
-        On the SSL-book sets g241c / g241n it follows CCCP-TSVM where paper
-        004's C* rule with ``"da"`` falls to chance.
-    s : float, default=-0.3
-        Ramp parameter (``unlabeled_loss="ramp"`` and ``"ramp_cccp"``).
-    solver : {"lbfgs", "sgd"}, default="lbfgs"
-        ``"sgd"`` is paper 000's Algorithm 1: triply stochastic functional
-        gradient steps (labeled minibatch, unlabeled minibatch, fresh block
-        of random features). ``"lbfgs"`` minimises the same objective over a
-        fixed expansion by L-BFGS in its primal over every row (annealed on
-        every row at once while the features are held, else on nested
-        seeded samples from 4096 rows per set up to all,
-        :func:`weakkernels._dsg.primal_levels`; the basis is ``features``):
-        the SGD reaches the exact SVM's accuracy only with far more
-        iterations than a default can afford when ``C`` is large
-        (docs/fidelity.md, paper 000's departure 1).
-    tol : float, default=1e-5
-        ``solver="lbfgs"``: stop a stage when the largest gradient entry falls
-        below ``tol`` times its value at the stage's start.
-    batch_size : int, default=256
-        ``solver="sgd"``: labeled and unlabeled minibatch size (paper: 256).
-    n_passes : float
-        ``solver="sgd"``: iterations ``T = ceil(n_passes * n_u / batch_size)``.
-    max_iter : int or None, default=None
-        ``solver="sgd"``: overrides ``n_passes``; ``solver="lbfgs"``: L-BFGS
-        iterations per annealing stage (None: 500).
-    learning_rate : {"decay", "constant", "fixed"}, default="decay"
-        ``solver="sgd"``: ``"decay"`` is ``eta0 / (eta0 + t)``, ``"constant"``
-        ``eta0 / T^(3/4)`` (paper 000 Theorem 1), ``"fixed"`` ``eta0`` (paper
-        000 Sec. 6's ``gamma = 1/eta``). ``"decay"``'s first step is 1 for any
-        ``eta0``: with the squared hinge and a large ``C`` (C = 10 on 30
-        labels) it lands where the loss is 10^4 times that of ``f = 0`` and
-        the run does not recover (a ``ConvergenceWarning`` says so); use the
-        hinge, as the papers do, or ``"constant"``.
-    eta0 : float, default=1.0
-    balance : {"auto", "clipped", "mean", "supervised", "quantile", "none"} \
-or bool, default="auto"
-        Balancing constraint on the bias (see :func:`balancing_bias`).
-        ``"auto"``: ``"clipped"`` for a binary problem, ``"mean"`` for
-        one-vs-rest (see ``unlabeled_loss``); the value used is ``balance_``.
-        ``"clipped"`` (binary default): ``mean_U clip(f, -1, 1) = mean_L y`` --
-        paper 004's Eq. (1.13) with the outputs clipped to the margin. With
-        ``solver="lbfgs"`` the first annealing stage (C* = 0, the supervised
-        machine) runs with a free bias, every later stage holds ``mean_U f``
-        where the clipped constraint puts it for the outputs the stage starts
-        from, and the returned machine holds it exactly; ``solver="sgd"``
-        sets the bias from each unlabeled minibatch, as for ``"mean"``. With
-        small outputs it is ``"mean"``; with saturated ones it fixes the class
-        fraction, so it does not pull the bias on imbalanced sets as ``"mean"``
-        does (docs/fidelity.md, paper 000's departures).
-        ``"mean"`` (or True) is paper 004 Eq. (1.13), ``mean_U f = mean_L y``;
-        with ``solver="lbfgs"`` it holds exactly (features centred on the
-        unlabeled rows); it assumes ``|f| ~ 1``. ``"quantile"`` fixes the
-        fraction of unlabeled points predicted positive to the labeled one
-        (Joachims' TSVM); with ``solver="lbfgs"`` it replaces the mean-balanced
-        bias after the solve. ``"supervised"`` (``solver="lbfgs"`` only) holds
-        ``mean_U f`` where the supervised first stage put it (it collapses
-        with that machine at small C). ``"none"``: no constraint
-        (``solver="lbfgs"`` then learns a free bias, ``solver="sgd"`` has
-        none, as printed).
-    anneal : float in [0, 1), default=0.5
-        Raise C* from 0, as S3VMlight and nabla-TSVM anneal the unlabeled
-        weight: the labeled points first place the boundary that the
-        non-convex unlabeled loss then refines. ``solver="sgd"``: linearly over
-        this fraction of the steps; ``solver="lbfgs"``: any value > 0 solves
-        the C*-fractions 0, .1, 1 in turn, each from the previous solution
-        (on to 3 and 10 with ``validation_fraction``).
-    validation_fraction : float in (0, 1), int >= 2, "auto" or None, \
-default="auto"
-        ``solver="lbfgs"``: choose C* as paper 004 does, on labeled
-        validation rows. This fraction of the labels (seeded, stratified) is
-        held out while the C* multiples 0, .1, 1, 3, 10 (0 and 1 with
-        ``anneal=0``) are fitted (an annealing path on the first sample
-        level, then each candidate
-        warm-started on every larger sample whose features are held:
-        :data:`weakkernels._dsg.SELECT_STAGES`); the one kept is the
-        supervised machine (C* = 0) unless another makes fewer errors on the
-        held-out rows by more than one standard error of the paired
-        difference (:func:`weakkernels._dsg.one_se_stage`). The machine
-        returned is then the fit on every label at that C*, bit for bit the
-        one ``C_star=C_star_, validation_fraction=None`` gives (the choice
-        costs about five fits up to the largest held level -- the whole fit
-        below 2 GiB of features -- and one more). ``C_star_`` is the C* kept,
-        ``validation_errors_`` each stage's (C*, held-out error). An int
-        ``k >= 2``: ``k``-fold cross-validation over the labels (stratified,
-        seeded) instead of one held-out part, for labels too few to spare:
-        the candidates are fitted without each fold, scored on it, and their
-        errors pooled over the folds (every label scored once) decide by the
-        one-SE rule against the given C* (not C* = 0: a few labels do not
-        resolve a gain of the unlabeled term, they do resolve a collapse;
-        :func:`weakkernels._dsg.one_se_stage`); with
-        ``unlabeled_loss="auto"`` on a binary problem ``"ramp_cccp"`` at the
-        given C* is one more candidate (``unlabeled_loss_`` says which loss
-        was kept, ``validation_losses_`` each candidate's). It costs about
-        ``k`` fits of every candidate, and one more. None: C* as given
-        (paper 004's rule by default). ``"auto"``: 0.1 from
-        :data:`AUTO_VALIDATION_MIN_LABELS` (10 000) labels on; below, 5 folds
-        where the problem has at most :data:`AUTO_CV_MAX_ROWS` (4 096) rows
-        and 5 labels of each class, a NumPy input and ``C_star > 0``
-        (where the rule falls to chance on small problems, this follows
-        CCCP-TSVM); between the two, :data:`AUTO_HELD_FRACTION` (0.2) of
-        the labels held out against the supervised machine; None (paper
-        004's rule) only where the labels cannot be split (what was used is
-        ``validation_fraction_``).
-    features : {"auto", "fourier", "nystroem"}
-        The basis of the fixed expansion (TSGS3VM's default ``"auto"``,
-        FRS3VM's ``"fourier"``: the paper's fixed-feature baseline).
-        ``"fourier"``: seeded random Fourier features (the papers'; the model
-        file holds seeds and coefficients only). ``"nystroem"``
-        (``solver="lbfgs"``, RBF kernel): Nyström features on landmarks drawn
-        from the training rows (the labeled ones first), whitened
-        (:class:`weakkernels.random_features.NystromSpec`); the model file
-        stores the landmarks. Landmark count: ``max_features`` /
-        ``n_components`` if given, else every row up to 4096 rows (the exact
-        kernel machine) and :func:`weakkernels._dsg.nystroem_size` beyond. ``"auto"``:
-        Nyström where it applies (L-BFGS, RBF, at most 2^26 landmark entries,
-        features that fit 2 GiB or rows of at most 32 768 columns, streamed),
-        else Fourier. Why Nyström by default: at equal or lower cost it is as
-        accurate or more (docs/fidelity.md, paper 000's departures). The basis
-        used is ``features_``.
-    dtype : {"float32", "float64"}, default="float32"
-        Compute precision of the features.
-    random_state : int, RandomState instance or None
-        Seeds the minibatch stream, the samples and the feature blocks.
-    callback : callable or None
-        ``callback(estimator, n_iter)`` every ``callback_every`` SGD iterations
-        or after each L-BFGS stage, with the estimator usable for
-        ``decision_function`` (Optuna pruning, curves).
-    callback_every : int, default=10
-    solver_options : SolverOptions or None, default=None
-        The solvers' tunables (:class:`weakkernels.SolverOptions`: sample
-        levels, feature-count rules, caches, caps); None: the defaults."""
-
-_ATTRIBUTES_DOC = """classes_ : ndarray, the real classes (never -1).
-    coef_ : ndarray of shape (n_outputs, ``n_features_model_``)
-    intercept_ : ndarray (n_outputs,)
-    spec_ : FeatureSpec, the seeds and layout that regenerate the features.
-    C_star_, sigma_, unlabeled_loss_, balance_ : the values used (resolved
-        defaults; ``C_star_`` the one kept with ``validation_fraction``).
-    validation_errors_ : ndarray (n_candidates, 2), with
-        ``validation_fraction`` only: each candidate's C* and error on the
-        held-out labels (pooled over the folds with cross-validation).
-    validation_losses_ : tuple of str, each candidate's unlabeled loss.
-    features_ : str, the basis used ("nystroem" or "fourier").
-    n_iter_ : SGD steps, or L-BFGS iterations summed over the stages.
-    objective_curve_ : minibatch loss estimate per SGD step, or the objective
-        at the end of each L-BFGS stage.
-    n_blocks_, seed_, platt_"""
-
-
-def _fill_doc(cls):
-    """Insert the parameter and attribute texts the two estimators share."""
-    cls.__doc__ = cls.__doc__.replace("{shared}", _SHARED_PARAMS_DOC).replace(
-        "{attributes}", _ATTRIBUTES_DOC
-    )
-    return cls
-
 
 @register
-@_fill_doc
+@fill_doc
 class TSGS3VM(_S3VMBase):
     """Semi-supervised SVM on seeded random features (paper 000).
 
@@ -1074,7 +592,8 @@ class TSGS3VM(_S3VMBase):
     True
     """
 
-    _parameter_constraints = {**_COMMON_CONSTRAINTS, **EXPANSION_CONSTRAINTS}
+    _parameter_constraints = RandomFeatureClassifier.constraints(
+        "n_passes", "block_size", "max_features", **_S3VM_CONSTRAINTS)
 
     def __init__(
         self,
@@ -1135,17 +654,9 @@ class TSGS3VM(_S3VMBase):
         self.callback_every = callback_every
         self.solver_options = solver_options
 
-    def _features_given(self):
-        return self.max_features is not None
-
-    def _layout(self, n_rows, set_sizes, d):
-        B = int(self.block_size)
-        return B, default_blocks(self.solver, set_sizes, self.max_features, B, d,
-                                 options_of(self))
-
 
 @register
-@_fill_doc
+@fill_doc
 class FRS3VM(_S3VMBase):
     """The same S3VM objective on one fixed block of ``n_components`` random
     features: paper 000's FRS3VM baseline.
@@ -1204,11 +715,10 @@ class FRS3VM(_S3VMBase):
     True
     """
 
-    _parameter_constraints = {
-        **_COMMON_CONSTRAINTS,
-        "n_components": [Interval(Integral, 1, None, closed="left"),
-                         StrOptions({"sqrt"}), None],
-    }
+    _parameter_constraints = RandomFeatureClassifier.constraints(
+        "n_passes", **_S3VM_CONSTRAINTS,
+        n_components=[Interval(Integral, 1, None, closed="left"),
+                      StrOptions({"sqrt"}), None])
 
     def __init__(
         self,

@@ -56,6 +56,7 @@ from __future__ import annotations
 import math
 import warnings
 from numbers import Real
+from types import SimpleNamespace
 
 import numpy as np
 import scipy.sparse as sp
@@ -64,49 +65,51 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from weakkernels._artifact import ArtifactMixin, register
+from weakkernels._base import FitData, RandomFeatureClassifier
 from weakkernels._dask import dask_inputs, is_dask_collection, map_rows
 from weakkernels._dsg import (
-    BASIS_CONSTRAINTS,
-    DSG_CONSTRAINTS,
-    EXPANSION_CONSTRAINTS,
     FunctionalModel,
     Problem,
-    callback_monitor,
     check_feature_memory,
     check_sgd_curve,
-    default_blocks,
-    expansion_basis,
-    expansion_state,
-    fit_expansion,
     seeded_sample,
-    set_expansion_state,
     sgd_tail,
     solve_quadratic,
 )
-from weakkernels._options import options_of
-from weakkernels._plan import check_plan, plan_fit
+from weakkernels._su_risk import (
+    CORRECTIONS,
+    LOSSES,
+    class_prior_terms,
+    correction,
+    split_su,
+    su_partial_risks,
+    su_risk,
+    su_risk_gradient,
+    su_risk_of_moments,
+)
+
+# public here as before the split (the baselines, model_selection, tests)
+from weakkernels._su_risk import SIMILAR as SIMILAR
+from weakkernels._su_risk import UNLABELED as UNLABELED
+from weakkernels._su_risk import correction_grad as correction_grad
+from weakkernels._su_risk import su_loss as su_loss
+from weakkernels._su_risk import su_loss_grad as su_loss_grad
+from weakkernels._su_risk import su_zero_one_risk as su_zero_one_risk
 from weakkernels._threads import one_blas_thread
 from weakkernels._validation import (
     _SPARSE_FORMATS,
     _canonical_csr,
     _precheck_sparse,
     check_degenerate_input,
-    check_divergence,
     check_fitted_model,
     check_magnitude,
-    check_numeric_target,
     validate_predict,
     validate_row_source,
 )
 from weakkernels.class_prior import estimate_class_prior
 from weakkernels.kernels import resolve_sigma
-from weakkernels.random_features import (
-    NystromSpec,
-    seed_from_random_state,
-)
+from weakkernels.random_features import seed_from_random_state
 
-LOSSES = ("squared", "double_hinge")
-CORRECTIONS = ("abs", "relu", "none")
 # eta_t schedules of TSGSU (integer codes, as sklearn's SGD does):
 # "constant" = eta0 / sqrt(T), the fixed step theta / sqrt(T) of paper 002
 # Theorem 1; "invscaling" = eta0 / sqrt(t + 1).
@@ -114,211 +117,11 @@ SU_SCHEDULES = {"constant": 0, "invscaling": 1}
 # solver="sgd" with max_iter=None: paper 002's T = 100 iterations.
 SGD_MAX_ITER = 100
 
-SIMILAR, UNLABELED = 1, -1
 
 # With prior="auto" the estimate is clipped into this range: the risk carries a
 # factor 1 / (2 pi+ - 1), which explodes as the estimate approaches 1/2.
 _AUTO_PRIOR_RANGE = (0.55, 0.99)
 
-
-# ---------------------------------------------------------------------------
-# Losses, correction functions and the SU risk (paper 002 Eq. 6-8, 17)
-# ---------------------------------------------------------------------------
-def su_loss(name: str, z: np.ndarray, t: float) -> np.ndarray:
-    """Margin losses ``l(z, t)`` of paper 002 Sec. 6 (from Bao et al. Sec. 3.3).
-
-    * ``"squared"``: ``l(z, t) = (z t - 1)^2 / 4``;
-    * ``"double_hinge"``: ``l(z, t) = max(-z t, max(0, 1/2 - z t / 2))``.
-
-    Both satisfy ``l(z, +1) - l(z, -1) = -z``, which makes the uncorrected SU
-    risk (Eq. 7) convex (Bao et al. Theorem 4).
-    """
-    m = np.asarray(z, dtype=np.float64) * t
-    if name == "squared":
-        return 0.25 * (m - 1.0) ** 2
-    if name == "double_hinge":
-        return np.maximum(-m, np.maximum(0.0, 0.5 - 0.5 * m))
-    raise ValueError(f"unknown loss {name!r}; expected one of {list(LOSSES)}")
-
-
-def su_loss_grad(name: str, z: np.ndarray, t: float) -> np.ndarray:
-    """``dl(z, t)/dz`` of :func:`su_loss` (double hinge: the left derivative at
-    the kinks ``z t = -1`` and ``z t = 1``)."""
-    m = np.asarray(z, dtype=np.float64) * t
-    if name == "squared":
-        return 0.5 * t * (m - 1.0)
-    if name == "double_hinge":
-        return t * np.where(m <= -1.0, -1.0, np.where(m <= 1.0, -0.5, 0.0))
-    raise ValueError(f"unknown loss {name!r}; expected one of {list(LOSSES)}")
-
-
-def correction(name: str, r: float) -> float:
-    """Consistent correction function ``delta`` (Lu et al. 2020; paper 002 Eq. 8):
-    ``"abs"`` ``|r|``, ``"relu"`` ``max(0, r)``, ``"none"`` ``r``."""
-    if name == "abs":
-        return abs(r)
-    if name == "relu":
-        return max(0.0, r)
-    if name == "none":
-        return r
-    raise ValueError(f"unknown correction {name!r}")
-
-
-def correction_grad(name: str, r: float) -> float:
-    """``delta'(r)``; at ``r = 0`` the right derivative (1 for abs and ReLU), so
-    a partial risk sitting at zero is still minimized."""
-    if name == "abs":
-        return 1.0 if r >= 0 else -1.0
-    if name == "relu":
-        return 1.0 if r >= 0 else 0.0
-    if name == "none":
-        return 1.0
-    raise ValueError(f"unknown correction {name!r}")
-
-
-def class_prior_terms(prior: float) -> tuple[float, float]:
-    """``(pi_S, a)`` with ``pi_S = pi+^2 + pi-^2`` (Eq. 2) and ``a = 1/(2 pi+ - 1)``."""
-    prior = float(prior)
-    if not 0.0 < prior < 1.0:
-        raise ValueError(f"prior must be in (0, 1); got {prior}.")
-    if prior == 0.5:
-        raise ValueError(
-            "prior=0.5 makes the SU risk undefined (it divides by 2*prior - 1): "
-            "with balanced classes similar pairs cannot tell the classes apart."
-        )
-    return prior**2 + (1.0 - prior) ** 2, 1.0 / (2.0 * prior - 1.0)
-
-
-def su_partial_risks(fS, fU, prior: float, loss: str) -> tuple[float, float]:
-    """Empirical partial risks ``(R+, R-)`` of the SU risk (module docstring;
-    paper 002 Eq. 7 split as in Lu et al. Eq. 9). ``fS`` are the values of ``f``
-    at the pair points (both points of every pair, Eq. 6), ``fU`` at the
-    unlabeled points."""
-    return _partials_from_means(
-        (su_loss(loss, fS, 1.0).mean(), su_loss(loss, fS, -1.0).mean()),
-        (su_loss(loss, fU, 1.0).mean(), su_loss(loss, fU, -1.0).mean()), prior)
-
-
-def _partials_from_means(mS, mU, prior: float) -> tuple[float, float]:
-    """``(R+, R-)`` from the mean losses ``(E[l(f, +1)], E[l(f, -1)])`` over
-    the pair points ``mS`` and the unlabeled points ``mU``."""
-    pi_S, a = class_prior_terms(prior)
-    r_pos = a * (pi_S * mS[0] - (1.0 - prior) * mU[0])
-    r_neg = a * (prior * mU[1] - pi_S * mS[1])
-    return float(r_pos), float(r_neg)
-
-
-def su_risk_of_moments(totals, ms, prior: float, correction_name: str):
-    """Eq. (8) with the squared loss from each set's ``(sum f, sum f^2)``
-    over the pair points (``totals[0]``, ``ms[0]`` rows) and the unlabeled
-    points, and its derivatives w.r.t. those sums (``Problem.moments``; the
-    chain rule gives :func:`su_risk_gradient`). ``l(z, +-1) = (z -+ 1)^2 / 4``
-    sums to ``(S2 -+ 2 S1 + m) / 4``."""
-    pi_S, a = class_prior_terms(prior)
-    means = [((t[1] - 2.0 * t[0] + m) / (4.0 * m), (t[1] + 2.0 * t[0] + m) / (4.0 * m))
-             for t, m in zip(totals, ms, strict=True)]
-    r_pos, r_neg = _partials_from_means(means[0], means[1], prior)
-    d_pos = correction_grad(correction_name, r_pos)
-    d_neg = correction_grad(correction_name, r_neg)
-    value = correction(correction_name, r_pos) + correction(correction_name, r_neg)
-    # d value / d (mean l(f, +1), mean l(f, -1)) on each set
-    d_means = [(a * pi_S * d_pos, -a * pi_S * d_neg),
-               (-a * (1.0 - prior) * d_pos, a * prior * d_neg)]
-    coefs = [((dn - dp) / (2.0 * m), (dp + dn) / (4.0 * m))
-             for (dp, dn), m in zip(d_means, ms, strict=True)]
-    return value, coefs
-
-
-def su_risk(fS, fU, prior: float, loss: str, correction_name: str = "abs") -> float:
-    """Corrected empirical SU risk ``delta(R+) + delta(R-)`` (paper 002 Eq. 8;
-    with ``"none"`` the unbiased risk of Eq. 7)."""
-    r_pos, r_neg = su_partial_risks(fS, fU, prior, loss)
-    return correction(correction_name, r_pos) + correction(correction_name, r_neg)
-
-
-def su_zero_one_risk(fS, fU, prior: float) -> float:
-    """Uncorrected SU risk (paper 002 Eq. 7) with the zero-one loss
-    ``l(z, t) = [z t <= 0]``: an unbiased estimate of the misclassification
-    rate from SU data alone (Bao et al. Theorem 1 holds for any loss), used for
-    model selection on held-out SU data."""
-    fS = np.asarray(fS, dtype=np.float64)
-    fU = np.asarray(fU, dtype=np.float64)
-    pi_S, a = class_prior_terms(prior)
-    e_pos_S, e_neg_S = np.mean(fS <= 0), np.mean(fS >= 0)
-    e_pos_U, e_neg_U = np.mean(fU <= 0), np.mean(fU >= 0)
-    return float(
-        a * (pi_S * (e_pos_S - e_neg_S) - (1 - prior) * e_pos_U + prior * e_neg_U)
-    )
-
-
-def su_risk_gradient(
-    fS, fU, prior: float, loss: str, correction_name: str = "abs"
-) -> tuple[np.ndarray, np.ndarray]:
-    """Derivatives of :func:`su_risk` with respect to every ``f(x_i)``.
-
-    Returns ``(gS, gU)`` such that the functional gradient of the risk is
-    ``sum_i gS[i] k(xS_i, .) + sum_j gU[j] k(xU_j, .)`` -- paper 002 Eq. (17)
-    without the ``lam f`` term. On a minibatch this is the stochastic gradient
-    of Eq. (18); with ``correction_name="none"`` it is an unbiased estimate of
-    Eq. (17). With a correction the factor ``delta'`` is evaluated at the
-    minibatch partial risks (Lu et al.'s minibatch rule), so the estimate is
-    unbiased only given the signs of the partial risks.
-    """
-    fS = np.asarray(fS, dtype=np.float64)
-    fU = np.asarray(fU, dtype=np.float64)
-    pi_S, a = class_prior_terms(prior)
-    pi_m = 1.0 - prior
-    r_pos, r_neg = su_partial_risks(fS, fU, prior, loss)
-    d_pos = correction_grad(correction_name, r_pos)
-    d_neg = correction_grad(correction_name, r_neg)
-    lpS, lnS = su_loss_grad(loss, fS, 1.0), su_loss_grad(loss, fS, -1.0)
-    lpU, lnU = su_loss_grad(loss, fU, 1.0), su_loss_grad(loss, fU, -1.0)
-    gS = a * pi_S * (d_pos * lpS - d_neg * lnS) / fS.size
-    gU = a * (-d_pos * pi_m * lpU + d_neg * prior * lnU) / fU.size
-    return gS, gU
-
-
-# ---------------------------------------------------------------------------
-# Input layout
-# ---------------------------------------------------------------------------
-def split_su(y) -> tuple[np.ndarray, np.ndarray]:
-    """Check the SU label layout and return the masks ``(similar, unlabeled)``.
-
-    ``y == 1`` marks similar-pair rows, each pair two consecutive rows;
-    ``y == -1`` marks unlabeled rows. Raises ``ValueError`` ("malformed pairs")
-    for other labels or a run of pair rows of odd length, and when there are no
-    pairs or no unlabeled points.
-    """
-    y = check_numeric_target(y, "malformed pairs: y must be numeric, 1 on "
-                             "similar-pair rows and -1 on unlabeled rows")
-    if y.dtype.kind == "f" and np.any(y != np.round(y)):
-        raise ValueError(
-            "Unknown label type: continuous. malformed pairs: y must be 1 on "
-            "similar-pair rows and -1 on unlabeled rows."
-        )
-    bad = (y != SIMILAR) & (y != UNLABELED)
-    if bad.any():
-        raise ValueError(
-            "malformed pairs: y must be 1 (similar-pair rows, two consecutive rows "
-            "per pair) or -1 (unlabeled rows); found "
-            f"{np.unique(y[bad])[:5].tolist()}."
-        )
-    sim = y == SIMILAR
-    if not sim.any():
-        raise ValueError("No similar pairs: no row has y == 1.")
-    if sim.all():
-        raise ValueError("No unlabeled points: mark them with y == -1.")
-    # Runs of consecutive pair rows must have even length: a pair never straddles
-    # an unlabeled row.
-    edges = np.diff(np.concatenate([[0], sim.astype(np.int8), [0]]))
-    run_lengths = np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)
-    if np.any(run_lengths % 2):
-        raise ValueError(
-            "malformed pairs: similar-pair rows (y == 1) must come as consecutive "
-            f"pairs; found a run of {int(run_lengths[run_lengths % 2 == 1][0])} rows "
-            f"({int(sim.sum())} pair rows in total)."
-        )
-    return sim, ~sim
 
 
 # ---------------------------------------------------------------------------
@@ -342,8 +145,10 @@ _PRIOR = [Interval(Real, 0, 1, closed="neither"), StrOptions({"auto"})]
 
 class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
     """Validation, prior handling, prediction and calibration shared by TSGSU,
-    CUU and SUSL. Subclasses implement ``_fit_su(XS, XU, seed)`` and
-    ``_raw_decision(X)`` and their ``_state``/``_set_state``."""
+    CUU and SUSL. The baselines implement ``_fit_su(XS, XU, seed)`` and
+    ``_raw_decision(X)`` and their ``_state``/``_set_state``; TSGSU takes
+    ``fit`` from :class:`weakkernels._base.RandomFeatureClassifier` and these
+    parts from here."""
 
     # Slope of the probability link: the squared loss l(z, t) = (z t - 1)^2 / 4 is
     # minimized by f = 2 eta - 1, whose logit has slope 2 at f = 0.
@@ -365,6 +170,19 @@ class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
             ``ValueError`` ("malformed pairs").
         """
         X, y = dask_inputs(X, y)  # a dask X: rows stay on the workers
+        X, XS, XU = self._validate_su(X, y)
+        seed = seed_from_random_state(self.random_state)
+        self.seed_ = seed
+        # a number, or "scale" (all SU estimators' default)
+        self.sigma_ = resolve_sigma(self.sigma, X)
+        self._resolve_su_prior(XS, XU, seed)
+        self._fit_su(XS, XU, seed)
+        self._calibrate(XU, seed)
+        return self
+
+    def _validate_su(self, X, y):
+        """The validated rows ``X`` and their pair and unlabeled rows
+        ``(XS, XU)``; sets ``classes_``."""
         on_workers = getattr(X, "row_source", False)
         if on_workers:
             X, y = validate_row_source(self, X, y)
@@ -379,15 +197,15 @@ class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
             check_degenerate_input(self, X)
         sim, unl = split_su(y)
         self.classes_ = np.array([0, 1])
-        seed = seed_from_random_state(self.random_state)
-        self.seed_ = seed
-        # a number, or "scale" (all SU estimators' default)
-        self.sigma_ = resolve_sigma(self.sigma, X)
         if on_workers:  # views: the sets' rows stay where they are
-            XS, XU = X.take(sim), X.take(unl)
-        else:
-            XS = X[sim] if sp.issparse(X) else np.ascontiguousarray(X[sim])
-            XU = X[unl] if sp.issparse(X) else np.ascontiguousarray(X[unl])
+            return X, X.take(sim), X.take(unl)
+        XS = X[sim] if sp.issparse(X) else np.ascontiguousarray(X[sim])
+        XU = X[unl] if sp.issparse(X) else np.ascontiguousarray(X[unl])
+        return X, XS, XU
+
+    def _resolve_su_prior(self, XS, XU, seed):
+        """``prior_`` and ``pi_S_``: the given prior, or with ``prior="auto"``
+        its estimate from the SU data (paper 002 Sec. 3.3)."""
         if isinstance(self.prior, str):  # "auto": paper 002 Sec. 3.3
             est = estimate_class_prior(
                 XS, XU, kernel=getattr(self, "kernel", "rbf"), sigma=self.sigma_,
@@ -408,9 +226,6 @@ class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
             self.__dict__.pop("prior_estimate_", None)  # from an earlier "auto" fit
         self.pi_S_, _ = class_prior_terms(prior)  # rejects prior 0.5
         self.prior_ = prior
-        self._fit_su(XS, XU, seed)
-        self._calibrate(XU, seed)
-        return self
 
     def _calibrate(self, XU, seed):
         """Prior-matched sigmoid for ``predict_proba``.
@@ -457,21 +272,28 @@ class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
 
     def _artifact_state(self):
         meta, arrays = self._state()
-        meta.update(
-            prior=self.prior_, pi_S=self.pi_S_, seed=self.seed_,
-            n_features_in=self.n_features_in_,
-        )
-        arrays.update(classes=self.classes_, calibration=self.calibration_)
+        meta.update(seed=self.seed_, n_features_in=self.n_features_in_)
+        arrays.update(classes=self.classes_)
+        self._add_su_state(meta, arrays)
         return meta, arrays
 
     def _set_artifact_state(self, meta, arrays):
-        self.prior_ = float(meta["prior"])
-        self.pi_S_ = float(meta["pi_S"])
+        self._set_su_state(meta, arrays)
         self.seed_ = int(meta["seed"])
         self.n_features_in_ = int(meta["n_features_in"])
         self.classes_ = arrays["classes"]
-        self.calibration_ = arrays["calibration"]
         self._set_state(meta, arrays)
+
+    def _add_su_state(self, meta, arrays):
+        """The SU part of a model file: the prior and the calibration."""
+        meta.update(prior=self.prior_, pi_S=self.pi_S_)
+        arrays.update(calibration=self.calibration_)
+
+    def _set_su_state(self, meta, arrays):
+        """Inverse of :meth:`_add_su_state`."""
+        self.prior_ = float(meta["prior"])
+        self.pi_S_ = float(meta["pi_S"])
+        self.calibration_ = arrays["calibration"]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -483,7 +305,7 @@ class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
 # TSGSU (paper 002 Algorithms 1-2)
 # ---------------------------------------------------------------------------
 @register
-class TSGSU(_SUBase):
+class TSGSU(RandomFeatureClassifier, _SUBase):
     """SU classification on random or Nyström features (paper 002).
 
     Minimizes paper 002 Eq. (9), ``J(f) = delta(R+) + delta(R-) + lam/2
@@ -537,10 +359,8 @@ class TSGSU(_SUBase):
         Consistent correction function of the partial risks: "none" is the
         unbiased risk of Eq. 7; paper 002 uses the absolute value (Eq. 8).
         The correction makes the objective non-convex with kinks where a
-        partial risk crosses zero, where L-BFGS stalls: on cod-rna (same
-        protocol as under ``lam``, sigma 0.03) ``solver="lbfgs"`` reached
-        0.889 / 0.892 accuracy with "abs" at lam = 1e-4 / 1e-3 against
-        0.918 / 0.921 with "none". Use "abs" with ``solver="sgd"``, where
+        partial risk crosses zero, where L-BFGS stalls (docs/fidelity.md,
+        paper 002's departure 2). Use "abs" with ``solver="sgd"``, where
         the minibatch rule of Lu et al. applies.
     kernel : {"rbf", "laplacian", "poly"}, default="rbf"
     sigma : float or "scale", default="scale"
@@ -684,18 +504,16 @@ class TSGSU(_SUBase):
     True
     """
 
-    _parameter_constraints = {
-        **DSG_CONSTRAINTS,
-        **EXPANSION_CONSTRAINTS,
-        **BASIS_CONSTRAINTS,
-        "prior": _PRIOR,
-        "loss": [StrOptions(set(LOSSES))],
-        "correction": [StrOptions(set(CORRECTIONS))],
-        "lam": [Interval(Real, 0, None, closed="neither")],
-        "learning_rate": [StrOptions(set(SU_SCHEDULES))],
-        "fit_intercept": ["boolean"],
-        "solver": [StrOptions({"lbfgs", "sgd", "direct"})],
-    }
+    _parameter_constraints = RandomFeatureClassifier.constraints(
+        "block_size", "max_features", "lam",
+        prior=_PRIOR,
+        loss=[StrOptions(set(LOSSES))],
+        correction=[StrOptions(set(CORRECTIONS))],
+        learning_rate=[StrOptions(set(SU_SCHEDULES))],
+        fit_intercept=["boolean"],
+        # the family's solvers and the closed form of the quadratic Eq. (9)
+        solver=[StrOptions({"lbfgs", "sgd", "direct"})],
+    )
 
     def __init__(
         self,
@@ -754,51 +572,49 @@ class TSGSU(_SUBase):
             return self.eta0 / math.sqrt(T)
         return self.eta0 / math.sqrt(t + 1.0)
 
-    def _fit_su(self, XS, XU, seed):
-        sgd = self.solver == "sgd"
+    def _sgd_steps(self) -> int:
+        """``solver="sgd"``: the iterations T (paper 002's 100 by default)."""
+        return SGD_MAX_ITER if self.max_iter is None else int(self.max_iter)
+
+    # -- fit hooks (RandomFeatureClassifier) --------------------------------
+    def _fit_data(self, X, y) -> FitData:
+        X, XS, XU = self._validate_su(X, y)
         if self.solver == "direct" and (self.loss, self.correction) != (
                 "squared", "none"):
             raise ValueError(
                 'solver="direct" needs loss="squared" and correction="none" '
                 f"(the quadratic Eq. 7); got loss={self.loss!r}, "
                 f"correction={self.correction!r}.")
-        lam = float(self.lam)
-        opts = options_of(self)
-        if sgd:
-            T = SGD_MAX_ITER if self.max_iter is None else int(self.max_iter)
-            # The largest step is the first for both schedules.
-            if self._eta(0, T) * lam >= 1.0:
-                raise ValueError(
-                    f"eta0={self.eta0}, lam={lam}: the first step has eta*lam >= 1,"
-                    " so (1 - eta lam) f would flip or zero the model. Lower eta0."
-                )
-        else:
-            T = int(self.max_iter or opts.lbfgs_max_iter)
-        B = int(self.block_size)
-        max_blocks = default_blocks(
-            self.solver, (XS.shape[0], XU.shape[0]), self.max_features, B,
-            XS.shape[1], opts)
-        # bytes and steps from the shapes, refused before anything is allocated
-        self.fit_plan_ = check_plan(self, plan_fit(
-            self, n_rows=XS.shape[0] + XU.shape[0], n_features_in=XS.shape[1],
-            n_outputs=1, block_size=B, max_blocks=max_blocks, n_iter=T,
-            features_given=self.max_features is not None,
-            batch_rows=2 * self.batch_size))
+        # The largest step is the first for both schedules.
+        if self.solver == "sgd" and self._eta(0, self._sgd_steps()) * float(
+                self.lam) >= 1.0:
+            raise ValueError(
+                f"eta0={self.eta0}, lam={float(self.lam)}: the first step has "
+                "eta*lam >= 1, so (1 - eta lam) f would flip or zero the model. "
+                "Lower eta0."
+            )
         # Nyström landmarks: the pair rows first (up to half), as the labeled
         # rows of the S3VM: the points the risk weighs individually
-        spec, B, max_blocks, self.features_ = expansion_basis(
-            self.features, solver=self.solver, kernel=self.kernel,
-            sigma=self.sigma_, degree=self.degree, coef0=self.coef0,
-            first=(XS, None), rest=(XU, None),
-            m=None if self.max_features is None else B * max_blocks,
-            block_size=B, max_blocks=max_blocks, dtype=np.dtype(self.dtype),
-            seed=seed, opts=opts)
+        return FitData(X=X, set_sizes=(XS.shape[0], XU.shape[0]),
+                       n_columns=XS.shape[1], first=(XS, None), rest=(XU, None),
+                       XS=XS, XU=XU)
+
+    def _n_iter(self, data: FitData) -> int:
+        if self.solver == "sgd":
+            return self._sgd_steps()
+        return int(self.max_iter or data.opts.lbfgs_max_iter)
+
+    def _prepare(self, data: FitData) -> None:
+        self._resolve_su_prior(data.XS, data.XU, data.seed)
+
+    def _make_problem(self, data: FitData):
+        sgd = self.solver == "sgd"
         prior, loss_name, corr = self.prior_, self.loss, self.correction
         self.risk_curve_ = []
         # solver="sgd": each step's partial risks (R+, R-). The corrected risk
         # of a minibatch is biased upwards (delta of a noisy estimate), so the
         # end of the run is judged on their mean, corrected once
-        partials = [] if self.solver == "sgd" else None
+        partials = data.partials = [] if sgd else None
 
         def loss(fs, idx, sizes, w):
             """Eq. (8) and its derivatives (Eq. 17 without ``lam f``): means
@@ -819,49 +635,33 @@ class TSGSU(_SUBase):
             return value, coefs
 
         problem = Problem(
-            [(XS, None), (XU, None)], 1, loss, lam=lam,
+            [(data.XS, None), (data.XU, None)], 1, loss, lam=float(self.lam),
             intercept="free" if self.fit_intercept else "none",
             # L-BFGS, squared loss: one pass per evaluation where features
             # stream
             moments=moments if not sgd and loss_name == "squared" else None,
-            options=opts,
+            options=data.opts,
         )
-        def expose(model, b):
-            self._set_model_state(model, b)
-            self._calibrate(XU, seed)
+        return problem, dict(step=lambda t, T: self._eta(t, T))
 
-        monitor = callback_monitor(self, expose)
+    def _solve(self, problem, data: FitData, monitor=None, **kwargs):
         if self.solver == "direct":
-            self._fit_direct(XS, XU, spec, max_blocks, monitor)
-            return
-        result = fit_expansion(
-            problem, spec, solver=self.solver, max_blocks=max_blocks, n_iter=T,
-            batch_size=self.batch_size, step=lambda t, T: self._eta(t, T),
-            tol=float(self.tol), seed=seed, monitor=monitor,
-            monitor_every=self.callback_every,
-        )
-        self.n_iter_ = result.n_iter
-        self.objective_curve_ = result.objective_curve
-        with one_blas_thread():
-            self._set_model_state(result.model, result.intercept)
-        result.model.release()
-        if partials is not None:
-            r_pos, r_neg = np.mean(partials[-sgd_tail(len(partials)):], axis=0)
-            check_sgd_curve(self, result, end=correction(corr, r_pos)
-                            + correction(corr, r_neg))
+            return self._fit_direct(data, monitor)
+        return super()._solve(problem, data, monitor=monitor, **kwargs)
 
-    def _fit_direct(self, XS, XU, spec, n_blocks, monitor):
+    def _fit_direct(self, data: FitData, monitor):
         """``solver="direct"``: the exact minimizer of Eq. (9) with the
         squared loss and no correction. Eq. (7) is then ``-a pi_S f`` on the
         pair points and ``f^2/4 + a f/2 + 1/4`` on the unlabeled ones (Bao
         et al. Sec. 3.3; see :class:`TSGSU`), a quadratic in ``f`` solved by
         its normal equations (:func:`weakkernels._dsg.solve_quadratic`)."""
+        XS, XU, spec, n_blocks = data.XS, data.XU, data.spec, data.max_blocks
         pi_S, a = class_prior_terms(self.prior_)
         check_feature_memory(spec, n_blocks * spec.block_size)
         model, b = solve_quadratic(
             spec, n_blocks, [(XS, None), (XU, None)], q=[0.0, 0.5],
             lin=[-a * pi_S, 0.5 * a], lam=float(self.lam),
-            intercept=bool(self.fit_intercept), opts=options_of(self))
+            intercept=bool(self.fit_intercept), opts=data.opts)
         with one_blas_thread():
             fS, fU = model.evaluate(XS)[:, 0] + b[0], model.evaluate(XU)[:, 0] + b[0]
         risk = su_risk(fS, fU, self.prior_, "squared", "none")
@@ -871,31 +671,39 @@ class TSGSU(_SUBase):
         self.risk_curve_ = [risk]
         self.objective_curve_ = [risk + 0.5 * float(self.lam) * v2]
         monitor(1, model, b)
-        self.n_iter_ = 1
-        with one_blas_thread():
-            self._set_model_state(model, b)
-        model.release()
+        return SimpleNamespace(model=model, intercept=b, n_iter=1,
+                               objective_curve=self.objective_curve_)
 
-    def _set_model_state(self, model: FunctionalModel, b):
-        """Expose the current expansion as fitted attributes (usable mid-fit)."""
+    def _expose(self, data: FitData, model: FunctionalModel, b) -> None:
+        self._set_model_state(model, b, data)
+        self._calibrate(data.XU, data.seed)
+
+    def _set_offset(self, model: FunctionalModel, b, data: FitData) -> None:
         self.intercept_ = float(np.asarray(b, dtype=np.float64).reshape(-1)[0])
-        self.spec_ = model.spec
-        self.n_blocks_ = model.n_blocks
-        self.coef_ = model.coefficients()
-        check_divergence(self.coef_, "eta0 (step size)")
-        self.n_features_model_ = model.n_features
+
+    def _finish(self, result, data: FitData) -> None:
+        """The end of an SGD run judged on its mean partial risks, then the
+        prior-matched calibration."""
+        if data.partials is not None:
+            corr = self.correction
+            r_pos, r_neg = np.mean(data.partials[-sgd_tail(len(data.partials)):],
+                                   axis=0)
+            check_sgd_curve(self, result, end=correction(corr, r_pos)
+                            + correction(corr, r_neg))
+        self._calibrate(data.XU, data.seed)
 
     def _raw_decision(self, X):
         f = self.spec_.decision(X, self.coef_, self.n_blocks_)[:, 0]
         return f + self.intercept_
 
-    def _state(self):
-        meta, arrays = expansion_state(self)
-        meta["intercept"] = self.intercept_
-        return meta, arrays
+    # decision_function (RandomFeatureClassifier) and _calibrate (_SUBase)
+    # read the same values
+    _decision = _raw_decision
 
-    def _set_state(self, meta, arrays):
-        set_expansion_state(self, meta, arrays)
-        self.features_ = ("nystroem" if isinstance(self.spec_, NystromSpec)
-                          else "fourier")
+    def _add_state(self, meta, arrays):
+        meta["intercept"] = self.intercept_
+        self._add_su_state(meta, arrays)
+
+    def _set_own_state(self, meta, arrays):
+        self._set_su_state(meta, arrays)
         self.intercept_ = float(meta["intercept"])

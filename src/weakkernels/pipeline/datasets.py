@@ -535,95 +535,130 @@ def load_raw(name: str, raw_dir: str | os.PathLike, *, keep_sparse: bool = False
     if spec.parser == "synthetic":  # float32 memmap: no copy until prepare scales
         X, y = open_synthetic(Path(raw_dir) / spec.dir)
         return RawData(X, y)
+    parse = _PARSERS.get(spec.parser)
+    if parse is None:
+        raise ValueError(f"unknown parser {spec.parser!r} for dataset {name!r}")
+    # the files are opened one by one, as a parser reads them
     opened: Iterable = (open_raw(raw_dir, spec.dir, f) for f in spec.files)
-    if spec.parser == "dense_txt":
-        (fh,) = opened
-        with fh:
-            X, y = _parse_dense_or_libsvm(fh, keep_sparse=keep_sparse)
-        return RawData(X, y)
-    if spec.parser == "libsvm":
-        from sklearn.datasets import load_svmlight_files
+    return parse(spec, opened, keep_sparse, options)
 
-        handles = list(opened)
-        try:
-            parts = load_svmlight_files(
-                handles, n_features=spec.extra.get("n_features")
-            )
-        finally:
-            for h in handles:
-                h.close()
-        Xs, ys = parts[0::2], parts[1::2]
-        if keep_sparse:
-            import scipy.sparse as sp
 
-            X = sp.vstack(Xs, format="csr", dtype=np.float64)
-            return RawData(X, np.concatenate(ys))
-        return RawData(np.vstack([_dense(x) for x in Xs]), np.concatenate(ys))
-    if spec.parser == "uci_skin":
-        (fh,) = opened
-        with fh:
-            arr = _parse_text_matrix(fh, "\t")
-        return RawData(arr[:, :-1], arr[:, -1])
-    if spec.parser == "csv_last_label":
-        (fh,) = opened
-        with fh:
-            arr = _parse_text_matrix(fh, ",")
-        return RawData(arr[:, :-1], arr[:, -1])
-    if spec.parser == "higgs_tsv":
-        arrs = []
-        for fh in opened:
-            with fh:
-                arrs.append(_parse_text_matrix(fh, "\t"))
-        arr = np.vstack(arrs)
-        return RawData(arr[:, 1:], arr[:, 0])
-    if spec.parser == "dota2_zip":
-        (fh,) = opened
-        with fh, zipfile.ZipFile(io.BytesIO(fh.read())) as zf:
-            arrs = []
-            for member in ("dota2Train.csv", "dota2Test.csv"):
-                with zf.open(member) as m:
-                    arrs.append(_parse_text_matrix(m, ","))
-        arr = np.vstack(arrs)
-        return RawData(arr[:, 1:], arr[:, 0])
-    if spec.parser == "chapelle_mat":
-        (fh,) = opened
-        with fh:
-            m = _loadmat(fh)
-        return RawData(
-            _dense(m["X"]), np.asarray(m["y"]).ravel().astype(np.float64),
-            np.asarray(m["idxLabs"], dtype=np.int64) - 1,  # MATLAB is 1-based
-            np.asarray(m["idxUnls"], dtype=np.int64) - 1,
+def _parse_dense_txt(spec, opened, keep_sparse, options) -> RawData:
+    (fh,) = opened
+    with fh:
+        X, y = _parse_dense_or_libsvm(fh, keep_sparse=keep_sparse)
+    return RawData(X, y)
+
+
+def _parse_libsvm(spec, opened, keep_sparse, options) -> RawData:
+    from sklearn.datasets import load_svmlight_files
+
+    handles = list(opened)
+    try:
+        parts = load_svmlight_files(
+            handles, n_features=spec.extra.get("n_features")
         )
-    if spec.parser == "mnist_npz":
-        (fh,) = opened
-        with fh, np.load(fh) as z:
-            # raw pixels 0..255 to [0, 1] as paper 004 (sigma = 0.0128 is
-            # stated on that scale); training rows first, then the test rows
-            X = np.concatenate([z["x_train"].reshape(len(z["x_train"]), -1),
-                                z["x_test"].reshape(len(z["x_test"]), -1)])
-            y = np.concatenate([z["y_train"], z["y_test"]])
-        return RawData(X.astype(np.float64) / 255.0, y.astype(np.float64))
-    if spec.parser == "skfeature_mat":
-        (fh,) = opened
-        with fh:
-            m = _loadmat(fh)
-        return RawData(_dense(m["X"]), np.asarray(m["Y"]).ravel().astype(np.float64))
-    if spec.parser == "sslbook_mat":
-        handles = list(opened)
-        n_lab = int(options.get("n_labeled_official", 100))
-        with handles[0] as fh:
-            m = _loadmat(fh)
-        idx = {10: 1, 100: 2}[n_lab]
-        with handles[idx] as fh:
-            s = _loadmat(fh)
+    finally:
         for h in handles:
             h.close()
-        return RawData(
-            _dense(m["X"]), np.asarray(m["y"]).ravel().astype(np.float64),
-            np.asarray(s["idxLabs"], dtype=np.int64) - 1,
-            np.asarray(s["idxUnls"], dtype=np.int64) - 1,
-        )
-    raise ValueError(f"unknown parser {spec.parser!r} for dataset {name!r}")
+    Xs, ys = parts[0::2], parts[1::2]
+    if keep_sparse:
+        import scipy.sparse as sp
+
+        X = sp.vstack(Xs, format="csr", dtype=np.float64)
+        return RawData(X, np.concatenate(ys))
+    return RawData(np.vstack([_dense(x) for x in Xs]), np.concatenate(ys))
+
+
+def _last_column_label(sep: str):
+    """A parser of one text matrix, separated by ``sep``, label last."""
+    def parse(spec, opened, keep_sparse, options) -> RawData:
+        (fh,) = opened
+        with fh:
+            arr = _parse_text_matrix(fh, sep)
+        return RawData(arr[:, :-1], arr[:, -1])
+    return parse
+
+
+def _parse_higgs_tsv(spec, opened, keep_sparse, options) -> RawData:
+    arrs = []
+    for fh in opened:
+        with fh:
+            arrs.append(_parse_text_matrix(fh, "\t"))
+    arr = np.vstack(arrs)
+    return RawData(arr[:, 1:], arr[:, 0])
+
+
+def _parse_dota2_zip(spec, opened, keep_sparse, options) -> RawData:
+    (fh,) = opened
+    with fh, zipfile.ZipFile(io.BytesIO(fh.read())) as zf:
+        arrs = []
+        for member in ("dota2Train.csv", "dota2Test.csv"):
+            with zf.open(member) as m:
+                arrs.append(_parse_text_matrix(m, ","))
+    arr = np.vstack(arrs)
+    return RawData(arr[:, 1:], arr[:, 0])
+
+
+def _parse_chapelle_mat(spec, opened, keep_sparse, options) -> RawData:
+    (fh,) = opened
+    with fh:
+        m = _loadmat(fh)
+    return RawData(
+        _dense(m["X"]), np.asarray(m["y"]).ravel().astype(np.float64),
+        np.asarray(m["idxLabs"], dtype=np.int64) - 1,  # MATLAB is 1-based
+        np.asarray(m["idxUnls"], dtype=np.int64) - 1,
+    )
+
+
+def _parse_mnist_npz(spec, opened, keep_sparse, options) -> RawData:
+    (fh,) = opened
+    with fh, np.load(fh) as z:
+        # raw pixels 0..255 to [0, 1] as paper 004 (sigma = 0.0128 is
+        # stated on that scale); training rows first, then the test rows
+        X = np.concatenate([z["x_train"].reshape(len(z["x_train"]), -1),
+                            z["x_test"].reshape(len(z["x_test"]), -1)])
+        y = np.concatenate([z["y_train"], z["y_test"]])
+    return RawData(X.astype(np.float64) / 255.0, y.astype(np.float64))
+
+
+def _parse_skfeature_mat(spec, opened, keep_sparse, options) -> RawData:
+    (fh,) = opened
+    with fh:
+        m = _loadmat(fh)
+    return RawData(_dense(m["X"]), np.asarray(m["Y"]).ravel().astype(np.float64))
+
+
+def _parse_sslbook_mat(spec, opened, keep_sparse, options) -> RawData:
+    handles = list(opened)
+    n_lab = int(options.get("n_labeled_official", 100))
+    with handles[0] as fh:
+        m = _loadmat(fh)
+    idx = {10: 1, 100: 2}[n_lab]
+    with handles[idx] as fh:
+        s = _loadmat(fh)
+    for h in handles:
+        h.close()
+    return RawData(
+        _dense(m["X"]), np.asarray(m["y"]).ravel().astype(np.float64),
+        np.asarray(s["idxLabs"], dtype=np.int64) - 1,
+        np.asarray(s["idxUnls"], dtype=np.int64) - 1,
+    )
+
+
+# DatasetSpec.parser -> the function that reads its files into RawData
+_PARSERS = {
+    "dense_txt": _parse_dense_txt,
+    "libsvm": _parse_libsvm,
+    "uci_skin": _last_column_label("\t"),
+    "csv_last_label": _last_column_label(","),
+    "higgs_tsv": _parse_higgs_tsv,
+    "dota2_zip": _parse_dota2_zip,
+    "chapelle_mat": _parse_chapelle_mat,
+    "mnist_npz": _parse_mnist_npz,
+    "skfeature_mat": _parse_skfeature_mat,
+    "sslbook_mat": _parse_sslbook_mat,
+}
 
 
 def download(

@@ -27,9 +27,8 @@ A semi-supervised model is *behind the supervised baseline* when its mean test
 error exceeds that of ``svc`` on the same labels (same dataset, unlabeled size
 and seeds) by more than :data:`BEHIND_SUPERVISED` (``behind_supervised`` in the
 summary, the gap; a note in the report): its unlabeled term costs accuracy
-there, which neither it nor the degenerate flag says (MNIST with 100 labels:
-the binary default loss on one-vs-rest problems was 8 pp behind SVC at a
-balanced error of 38 %, BENCHMARKS.md).
+there, which neither it nor the degenerate flag says (docs/benchmarks/design_notes.md,
+"The pipeline").
 
 The same values go to MLflow with the ``test_`` prefix: per seed into the seed
 run, means into the model x dataset x n_unlabeled run, and the comparison (each
@@ -95,9 +94,9 @@ def degenerate_reason(y_true, y_pred) -> str | None:
     return None
 
 
-# Gap in mean test error (1 pp) past which a semi-supervised model is noted
-# as behind SVC on the same labels: well above the default report's seed
-# noise between equal machines (0.1 pp, one test point in 2 000 per seed).
+# Gap in mean test error (one percentage point) past which a semi-supervised
+# model is noted as behind SVC on the same labels: well above the default
+# report's seed noise between equal machines (one test point in 2 000 a seed).
 BEHIND_SUPERVISED = 0.01
 
 

@@ -66,8 +66,8 @@ CHALLENGER = "challenger"
 MODEL_SHA_TAG = "model_file.sha256"
 
 # Standard errors of the paired difference a win must clear: the noise rule of
-# BENCHMARKS.md's bar checks ("within noise" = a change of at most 2 SE of the
-# paired per-seed differences).
+# the benchmark pages ("within noise" = a change of at most 2 SE of the paired
+# per-seed differences; docs/benchmarks/design_notes.md, "The pipeline").
 RESOLVED_SE = 2.0
 
 # (raw test rows, test labels) of one seed's test split

@@ -150,8 +150,8 @@ def _rff_sgd(p: dict, ctx: FitContext):
 # C* = c_star_scale * C n_l / n_u (paper 004's rule times a searched factor).
 # The range reaches 1e-3, i.e. C* -> 0: paper 004 picks C* on labeled
 # validation data, and a tuned S3VM must be able to fall back to its own
-# supervised machine where the unlabeled term does not pay (ijcnn1: the
-# unlabeled term at the rule's weight cost 0.6-1 pp, BENCHMARKS.md).
+# supervised machine where the unlabeled term does not pay (ijcnn1;
+# docs/benchmarks/design_notes.md, "The pipeline").
 _C_STAR_SCALE = ("float", 1e-3, 10.0, True)
 
 

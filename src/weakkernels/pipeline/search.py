@@ -150,9 +150,9 @@ def _run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
     import mlflow
     import optuna
 
-    spec = MODELS[model]
     params = suggest(trial, model, overrides)
-    sp, X_fit, y_fit, n_l, prior, scale = fit_data(model, X, y, split, n_unlabeled)
+    data = fit_data(model, X, y, split, n_unlabeled)
+    sp = data[0]
     run = mlflow.start_run(run_name=f"trial-{trial.number}", nested=True) \
         if log_mlflow else None
     status = "FAILED"
@@ -166,54 +166,13 @@ def _run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
         t0 = time.perf_counter()
         overhead = 0.0
         if cv_folds >= 2:
-            losses = []
-            for f, (ctx, Xf, yf, X_val, y_val) in enumerate(_protocol_fits(
-                    model, X, y, sp, n_unlabeled, cv_folds, seed=seed,
-                    callback_every=callback_every)):
-                est = build(model, params, fixed, ctx).fit(Xf, yf)
-                if run is not None and f == 0:  # once per run: the first fold's
-                    log_resolved_params(est)
-                losses.append(objective(spec.task, y_val, est.predict(X_val),
-                                        scores(est, X_val)))
-                running = float(np.mean(losses))
-                trial.report(running, f)
-                if run is not None:
-                    mlflow.log_metric("val_loss", losses[-1], step=f)
-                if f + 1 < cv_folds and trial.should_prune():
-                    if run is not None:
-                        mlflow.set_tag("optuna.state", "PRUNED")
-                    raise optuna.TrialPruned(
-                        f"pruned after fold {f} (mean loss {running:.4f})")
-            loss = float(np.mean(losses))
-            trial.set_user_attr("fold_losses", losses)
+            loss = _cross_validated_loss(
+                trial, model, params, fixed, X, y, sp, n_unlabeled, cv_folds,
+                seed=seed, callback_every=callback_every, run=run)
         else:
-            X_val, y_val = X[sp["val"]], eval_labels(y, sp, sp["val"])
-
-            def on_value(step, value, elapsed):
-                trial.report(value, step)
-                if log_mlflow:
-                    mlflow.log_metric("val_loss", value, step=step)
-                if trial.should_prune():
-                    raise optuna.TrialPruned(
-                        f"pruned at iteration {step} (loss {value:.4f})")
-
-            monitor = ValidationMonitor(spec.task, X_val, y_val, on_value)
-            ctx = FitContext(n_labeled=n_l, n_unlabeled=n_unlabeled, seed=seed,
-                             prior=prior, callback=monitor if spec.callback else None,
-                             callback_every=callback_every, sigma_scale=scale)
-            est = build(model, params, fixed, ctx)
-            monitor.start()
-            t0 = time.perf_counter()
-            try:
-                est.fit(X_fit, y_fit)
-            except optuna.TrialPruned:
-                if run is not None:
-                    mlflow.set_tag("optuna.state", "PRUNED")
-                raise
-            overhead = monitor.overhead
-            if run is not None:
-                log_resolved_params(est)
-            loss = objective(spec.task, y_val, est.predict(X_val), scores(est, X_val))
+            loss, t0, overhead = _validation_loss(
+                trial, model, params, fixed, X, y, data, n_unlabeled, seed=seed,
+                callback_every=callback_every, run=run, log_mlflow=log_mlflow)
         fit_time = time.perf_counter() - t0 - overhead
         trial.set_user_attr("fit_time_s", fit_time)
         if run is not None:
@@ -236,6 +195,76 @@ def _run_trial(trial, model, X, y, split, n_unlabeled, *, fixed, overrides,
     finally:
         if run is not None:
             mlflow.end_run(status=status)
+
+
+def _cross_validated_loss(trial, model, params, fixed, X, y, sp, n_unlabeled,
+                          cv_folds, *, seed, callback_every, run) -> float:
+    """The mean validation loss over ``cv_folds`` folds (the running mean
+    reported after each, the trial pruned between folds)."""
+    import mlflow
+    import optuna
+
+    spec = MODELS[model]
+    losses = []
+    for f, (ctx, Xf, yf, X_val, y_val) in enumerate(_protocol_fits(
+            model, X, y, sp, n_unlabeled, cv_folds, seed=seed,
+            callback_every=callback_every)):
+        est = build(model, params, fixed, ctx).fit(Xf, yf)
+        if run is not None and f == 0:  # once per run: the first fold's
+            log_resolved_params(est)
+        losses.append(objective(spec.task, y_val, est.predict(X_val),
+                                scores(est, X_val)))
+        running = float(np.mean(losses))
+        trial.report(running, f)
+        if run is not None:
+            mlflow.log_metric("val_loss", losses[-1], step=f)
+        if f + 1 < cv_folds and trial.should_prune():
+            if run is not None:
+                mlflow.set_tag("optuna.state", "PRUNED")
+            raise optuna.TrialPruned(
+                f"pruned after fold {f} (mean loss {running:.4f})")
+    trial.set_user_attr("fold_losses", losses)
+    return float(np.mean(losses))
+
+
+def _validation_loss(trial, model, params, fixed, X, y, data, n_unlabeled, *,
+                     seed, callback_every, run, log_mlflow):
+    """The loss on the validation split of one fit, reported along the fit
+    (the trial pruned from the callback); ``(loss, t0, overhead)``: when the
+    fit started and the callback's own seconds."""
+    import mlflow
+    import optuna
+
+    spec = MODELS[model]
+    sp, X_fit, y_fit, n_l, prior, scale = data
+    X_val, y_val = X[sp["val"]], eval_labels(y, sp, sp["val"])
+
+    def on_value(step, value, elapsed):
+        trial.report(value, step)
+        if log_mlflow:
+            mlflow.log_metric("val_loss", value, step=step)
+        if trial.should_prune():
+            raise optuna.TrialPruned(
+                f"pruned at iteration {step} (loss {value:.4f})")
+
+    monitor = ValidationMonitor(spec.task, X_val, y_val, on_value)
+    ctx = FitContext(n_labeled=n_l, n_unlabeled=n_unlabeled, seed=seed,
+                     prior=prior, callback=monitor if spec.callback else None,
+                     callback_every=callback_every, sigma_scale=scale)
+    est = build(model, params, fixed, ctx)
+    monitor.start()
+    t0 = time.perf_counter()
+    try:
+        est.fit(X_fit, y_fit)
+    except optuna.TrialPruned:
+        if run is not None:
+            mlflow.set_tag("optuna.state", "PRUNED")
+        raise
+    overhead = monitor.overhead
+    if run is not None:
+        log_resolved_params(est)
+    loss = objective(spec.task, y_val, est.predict(X_val), scores(est, X_val))
+    return loss, t0, overhead
 
 
 def _protocol_fits(model, X, y, split, n_unlabeled, cv_folds, *, seed,
@@ -427,13 +456,7 @@ def _run_study(name, storage, model, dataset, X, y, split, n_u, fixed, overrides
                           overrides, folds, cfg, log_mlflow, dataset)
         trials = study.get_trials(deepcopy=False)
         states = [t.state.name for t in trials]
-        # named on the study's one line; the messages are on each trial
-        warned = [t for t in trials if t.user_attrs.get("warnings")]
-        kinds = sorted({m.split(":", 1)[0] for t in warned
-                        for m in t.user_attrs["warnings"]})
-        warned_note = (f"; {len(warned)} of {len(trials)} trials warned "
-                       f"({', '.join(kinds)}: user_attrs['warnings'], MLflow tag "
-                       "'warnings')") if warned else ""
+        warned_note = _warned_note(trials)
         try:
             bt = study.best_trial
         except ValueError as exc:
@@ -443,59 +466,94 @@ def _run_study(name, storage, model, dataset, X, y, split, n_u, fixed, overrides
                 f"failed: {report.summary() or 'killed'}){warned_note}; "
                 f"study {name}"
             ) from exc
-        # Values fixed through tune.space (scalars) are not trial parameters, but
-        # train needs them too.
-        pinned = {k: v for k, v in (overrides or {}).items()
-                  if v is not None and not isinstance(v, list | tuple)
-                  and not is_choices(v)}
-        params, val_loss, fallback = dict(bt.params), float(bt.value), None
-        if (cfg["c_star_fallback"] == "one_se" and MODELS[model].c_star
-                and MODELS[model].task == "ssl" and "c_star_scale" in params):
-            fallback = supervised_fallback(
-                model, {**pinned, **params}, X, y, split, n_u, fixed=fixed,
-                seed=split_seed, cv_folds=folds,
-                callback_every=int(cfg["callback_every"]))
-            params, val_loss = fallback.pop("params"), fallback["val_loss"]
-        rec = {
-            "params": {**pinned, **params},
-            "val_loss": val_loss,
-            "validation": f"{folds}-fold CV on the labeled points" if folds
-            else "validation split",
-            "trial": bt.number,
-            "study": name,
-            "n_unlabeled": n_u,
-            "n_complete": states.count("COMPLETE"),
-            "n_pruned": states.count("PRUNED"),
-            "n_failed": states.count("FAIL"),
-            "mlflow_run_id": bt.user_attrs.get("mlflow_run_id"),
-        }
-        if fallback is not None:
-            rec["c_star_fallback"] = fallback
+        rec, fallback = _best_record(bt, states, name, model, X, y, split, n_u,
+                                     fixed, overrides, folds, cfg)
         if run is not None:
-            mlflow.log_metrics({"best_val_loss": rec["val_loss"],
-                                "n_complete": rec["n_complete"],
-                                "n_pruned": rec["n_pruned"],
-                                "tune_time_s": time.perf_counter() - t0})
-            mlflow.log_params({f"best.{k}": v for k, v in bt.params.items()})
-            if fallback is not None:
-                mlflow.log_metrics({
-                    f"c_star_fallback.{k}": v for k, v in fallback.items()
-                    if isinstance(v, float | int) and not isinstance(v, bool)})
-                mlflow.set_tag("c_star_kept", fallback["kept"])
-            if rec["mlflow_run_id"]:
-                mlflow.set_tag("best_trial_run_id", rec["mlflow_run_id"])
-        if fallback is not None:
-            print(f"tune {model}/{dataset}: C* = 0 check: tuned "
-                  f"{fallback['tuned_val_error']:.4f} vs supervised "
-                  f"{fallback['supervised_val_error']:.4f} validation error "
-                  f"(paired diff {fallback['paired_diff']:+.4f}, SE "
-                  f"{fallback['paired_se']:.4f}): keeps the {fallback['kept']} "
-                  "machine")
-        print(f"tune {model}/{dataset}: best val loss {rec['val_loss']:.4f} "
-              f"({rec['validation']}; trial {bt.number}; {rec['n_complete']} "
-              f"complete, {rec['n_pruned']} pruned, {rec['n_failed']} failed)"
-              f"{warned_note}")
+            _log_best(rec, bt, fallback, time.perf_counter() - t0)
+        _print_best(model, dataset, rec, bt, fallback, warned_note)
         return rec
+
+
+def _warned_note(trials) -> str:
+    """How many trials warned, and of what kinds, for the study's one line
+    (the messages are on each trial)."""
+    warned = [t for t in trials if t.user_attrs.get("warnings")]
+    kinds = sorted({m.split(":", 1)[0] for t in warned
+                    for m in t.user_attrs["warnings"]})
+    return (f"; {len(warned)} of {len(trials)} trials warned "
+            f"({', '.join(kinds)}: user_attrs['warnings'], MLflow tag "
+            "'warnings')") if warned else ""
+
+
+def _best_record(bt, states, name, model, X, y, split, n_u, fixed, overrides,
+                 folds, cfg):
+    """The study's record for ``train``: the best trial's parameters (after
+    the C* = 0 check where it applies), its loss and the study's counts;
+    and the check's record (None without one)."""
+    split_seed = int(cfg["split_seed"])
+    # Values fixed through tune.space (scalars) are not trial parameters, but
+    # train needs them too.
+    pinned = {k: v for k, v in (overrides or {}).items()
+              if v is not None and not isinstance(v, list | tuple)
+              and not is_choices(v)}
+    params, val_loss, fallback = dict(bt.params), float(bt.value), None
+    if (cfg["c_star_fallback"] == "one_se" and MODELS[model].c_star
+            and MODELS[model].task == "ssl" and "c_star_scale" in params):
+        fallback = supervised_fallback(
+            model, {**pinned, **params}, X, y, split, n_u, fixed=fixed,
+            seed=split_seed, cv_folds=folds,
+            callback_every=int(cfg["callback_every"]))
+        params, val_loss = fallback.pop("params"), fallback["val_loss"]
+    rec = {
+        "params": {**pinned, **params},
+        "val_loss": val_loss,
+        "validation": f"{folds}-fold CV on the labeled points" if folds
+        else "validation split",
+        "trial": bt.number,
+        "study": name,
+        "n_unlabeled": n_u,
+        "n_complete": states.count("COMPLETE"),
+        "n_pruned": states.count("PRUNED"),
+        "n_failed": states.count("FAIL"),
+        "mlflow_run_id": bt.user_attrs.get("mlflow_run_id"),
+    }
+    if fallback is not None:
+        rec["c_star_fallback"] = fallback
+    return rec, fallback
+
+
+def _log_best(rec, bt, fallback, tune_time) -> None:
+    """The study's result on its MLflow run."""
+    import mlflow
+
+    mlflow.log_metrics({"best_val_loss": rec["val_loss"],
+                        "n_complete": rec["n_complete"],
+                        "n_pruned": rec["n_pruned"],
+                        "tune_time_s": tune_time})
+    mlflow.log_params({f"best.{k}": v for k, v in bt.params.items()})
+    if fallback is not None:
+        mlflow.log_metrics({
+            f"c_star_fallback.{k}": v for k, v in fallback.items()
+            if isinstance(v, float | int) and not isinstance(v, bool)})
+        mlflow.set_tag("c_star_kept", fallback["kept"])
+    if rec["mlflow_run_id"]:
+        mlflow.set_tag("best_trial_run_id", rec["mlflow_run_id"])
+
+
+def _print_best(model, dataset, rec, bt, fallback, warned_note="") -> None:
+    """The study's result on the stage's output, in one line (``warned_note``:
+    how many trials warned, and of what)."""
+    if fallback is not None:
+        print(f"tune {model}/{dataset}: C* = 0 check: tuned "
+              f"{fallback['tuned_val_error']:.4f} vs supervised "
+              f"{fallback['supervised_val_error']:.4f} validation error "
+              f"(paired diff {fallback['paired_diff']:+.4f}, SE "
+              f"{fallback['paired_se']:.4f}): keeps the {fallback['kept']} "
+              "machine")
+    print(f"tune {model}/{dataset}: best val loss {rec['val_loss']:.4f} "
+          f"({rec['validation']}; trial {bt.number}; {rec['n_complete']} "
+          f"complete, {rec['n_pruned']} pruned, {rec['n_failed']} failed)"
+          f"{warned_note}")
 
 
 def _optimize(study, report, remaining, model, X, y, split, n_u, fixed, overrides,

@@ -78,7 +78,7 @@ def ssl_split(
     points (paper 004's MNIST protocol, Table 1.5): a model sees, unlabeled,
     the points it is scored on -- the unlabeled rows that pay most where the
     test points' distribution differs from the training pool's (ijcnn1's two
-    files; BENCHMARKS.md, "ijcnn1: unlabeled rows from the test file"). An
+    files; docs/benchmarks/design_notes.md, "The pipeline"). An
     unlabeled size below ``n_test`` holds that many test points. The labeled,
     validation and test points are those of the inductive split (same seed).
     """

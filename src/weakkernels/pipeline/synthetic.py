@@ -14,8 +14,8 @@ Data model (a learnable, nonlinear teacher)::
 ``f`` is a random-Fourier-feature sample of a Gaussian process with an RBF kernel
 ``exp(-sigma ||x - x'||^2)``, ``sigma = gamma^2 / 2``, so an RBF kernel machine with
 a width near :attr:`SyntheticSpec.teacher_sigma` can learn it; the Bayes error is
-``label_noise`` (2 %).  Measured on synthetic_hepmass (BENCHMARKS.md): an RBF SVC
-on 10,000 labeled rows reaches ~8 % test error, on 1,000 rows ~16 %.
+``label_noise`` (0.02); what an RBF SVC reaches on it: docs/benchmarks/design_notes.md,
+"The pipeline".
 
 With ``gap > 0`` (the cluster assumption of paper 004, Sec. 1.5: the decision
 boundary lies in a region of low density), rows whose teacher value is among the
@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 from weakkernels.pipeline.storage import atomic_write_text
 
@@ -236,7 +237,7 @@ def make_rcv1_like(
     """SYNTHETIC RCV1-shaped sparse binary classification set.
 
     Not RCV1 and not derived from it: a generator with RCV1's shape -- about
-    47 000 term columns, 0.16 % of them nonzero per document (~75 terms),
+    47 000 term columns, a density of 0.0016 per document (~75 terms),
     cosine-normalized tf-idf rows -- for scale runs of the sparse paths
     (``benchmarks/sparse_rcv1_scale.py``). Every table made from it must say
     "synthetic RCV1-shaped data".
@@ -267,11 +268,6 @@ def make_rcv1_like(
     canonical CSR matrix ``(n_samples, n_features)`` of ``dtype``, ``y``
     int64 in {0, 1}.
     """
-    # scipy.sparse is needed by this generator only; imported here because
-    # the function was appended to this module without touching its imports
-    # (the pipeline package was being restructured at the time)
-    import scipy.sparse as sp
-
     if not 0.0 < density < 1.0:
         raise ValueError(f"density must be in (0, 1); got {density}.")
     rng = np.random.Generator(np.random.PCG64(seed))
@@ -284,42 +280,71 @@ def make_rcv1_like(
     terms = np.stack([rng.choice(d, size=s, replace=False, p=mid) for _ in range(T)])
     q = 1.0 / (np.arange(s) + 5.0)
     q /= q.sum()
+    vocabulary = (pop, terms, q, float(background))
+    m = _rcv1_draw_rate(vocabulary, density * d, seed)
+    X = _rcv1_tfidf(_rcv1_documents(rng, int(n_samples), m, vocabulary), pop)
+    y = _rcv1_labels(rng, X, terms, int(n_informative), float(nonlinear))
+    if label_noise > 0:
+        flip = rng.random(int(n_samples)) < label_noise
+        y[flip] = 1 - y[flip]
+    return X.astype(dtype), y
 
-    def documents(r, n, m):
-        """Term-count CSR of ``n`` documents at ``m`` draws per document."""
-        theta = r.dirichlet(np.full(T, 0.1), size=n)
-        lengths = r.poisson(m * r.gamma(2.0, 0.5, size=n))
-        doc = np.repeat(np.arange(n), lengths)
-        cols = r.choice(d, size=doc.size, p=pop)
-        topical = r.random(doc.size) >= background
-        # topic of each topical draw by inverse CDF on its document's theta
-        cum = (np.cumsum(theta, axis=1) + np.arange(n)[:, None]).ravel()
-        dt = doc[topical]
-        flat = np.searchsorted(cum, dt + r.random(dt.size) * (1 - 1e-12))
-        topic = np.minimum(flat - dt * T, T - 1)
-        cols[topical] = terms[topic, r.choice(s, size=dt.size, p=q)]
-        X = sp.coo_matrix((np.ones(doc.size), (doc, cols)), shape=(n, d)).tocsr()
-        X.sum_duplicates()  # one entry per (document, term): its count
-        return X
 
-    target = density * d
+def _rcv1_documents(r, n: int, m: float, vocabulary):
+    """Term-count CSR of ``n`` documents at ``m`` draws per document
+    (:func:`make_rcv1_like`'s topic model; ``vocabulary``: the background
+    popularities, the topics' terms, their Zipf law, the background share)."""
+    pop, terms, q, background = vocabulary
+    T, s = terms.shape
+    d = pop.size
+    theta = r.dirichlet(np.full(T, 0.1), size=n)
+    lengths = r.poisson(m * r.gamma(2.0, 0.5, size=n))
+    doc = np.repeat(np.arange(n), lengths)
+    cols = r.choice(d, size=doc.size, p=pop)
+    topical = r.random(doc.size) >= background
+    # topic of each topical draw by inverse CDF on its document's theta
+    cum = (np.cumsum(theta, axis=1) + np.arange(n)[:, None]).ravel()
+    dt = doc[topical]
+    flat = np.searchsorted(cum, dt + r.random(dt.size) * (1 - 1e-12))
+    topic = np.minimum(flat - dt * T, T - 1)
+    cols[topical] = terms[topic, r.choice(s, size=dt.size, p=q)]
+    X = sp.coo_matrix((np.ones(doc.size), (doc, cols)), shape=(n, d)).tocsr()
+    X.sum_duplicates()  # one entry per (document, term): its count
+    return X
+
+
+def _rcv1_draw_rate(vocabulary, target: float, seed: int) -> float:
+    """Draws per document that give ``target`` distinct terms on average:
+    three fixed-point steps on the same 2000 pilot documents (their own seed
+    stream)."""
     m = target
     pilot = np.random.Generator(np.random.PCG64([seed, 1]))
     for _ in range(3):
         state = pilot.bit_generator.state
-        got = documents(pilot, 2000, m).nnz / 2000
+        got = _rcv1_documents(pilot, 2000, m, vocabulary).nnz / 2000
         pilot.bit_generator.state = state  # the same pilot documents each step
         m *= target / max(got, 1e-12)
+    return m
 
-    counts = documents(rng, int(n_samples), m)
+
+def _rcv1_tfidf(counts, pop):
+    """``(1 + log count) * idf`` with ``idf = log(1 / pop)``, rows scaled to
+    unit Euclidean norm (RCV1's ltc weighting), canonical CSR."""
     idf = np.log(1.0 / pop)
     X = counts.copy()
     X.data = (1.0 + np.log(counts.data)) * idf[counts.indices]
     norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
     X = sp.csr_matrix(sp.diags(1.0 / np.maximum(norms, 1e-12)) @ X)
     X.sort_indices()
+    return X
 
-    per_topic = max(1, min(s // 2, int(n_informative) // T))
+
+def _rcv1_labels(rng, X, terms, n_informative: int, nonlinear: float):
+    """The sparse linear-plus-nonlinear teacher of :func:`make_rcv1_like`,
+    thresholded at its median."""
+    T, s = terms.shape
+    d = X.shape[1]
+    per_topic = max(1, min(s // 2, n_informative // T))
     w = np.zeros(d)
     v = np.zeros(d)
     c, e = rng.standard_normal(T), rng.standard_normal(T)
@@ -332,8 +357,4 @@ def make_rcv1_like(
         return (a - a.mean()) / (a.std() + 1e-12)
 
     score = (1.0 - nonlinear) * z(X @ w) + nonlinear * z((X @ v) ** 2)
-    y = (score > np.median(score)).astype(np.int64)
-    if label_noise > 0:
-        flip = rng.random(int(n_samples)) < label_noise
-        y[flip] = 1 - y[flip]
-    return X.astype(dtype), y
+    return (score > np.median(score)).astype(np.int64)
