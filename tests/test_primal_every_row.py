@@ -417,11 +417,13 @@ def test_one_and_two_threads_give_bit_identical_models(small_levels, est):
     np.testing.assert_array_equal(models[0][1], models[1][1])
 
 
-def test_streamed_features_equal_held_features(small_levels):
+@pytest.mark.parametrize("method", ["lbfgs", "newton"])
+def test_streamed_features_equal_held_features(small_levels, method):
     """With no memory budget every product regenerates its chunk from the
-    seeds: the same model, bit for bit."""
+    seeds: the same model, bit for bit, with either minimiser."""
     X, _, y_semi = _data(n=900)
     kw = dict(C=1.0, random_state=0, validation_fraction=None)
+    small_levels = replace(small_levels, primal_method=method)
     held = TSGS3VM(**kw, solver_options=small_levels).fit(X, y_semi)
     no_cache = replace(small_levels, primal_cache_max_bytes=0)
     streamed = TSGS3VM(**kw, solver_options=no_cache).fit(X, y_semi)

@@ -25,8 +25,6 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from weakkernels._dsg.chunks import chunk_backward
-
 
 def newton_minimize(solver, z, w, max_iter, gtol):
     """Minimise ``solver.objective(., w)`` from ``z`` until the gradient's
@@ -46,7 +44,7 @@ def newton_minimize(solver, z, w, max_iter, gtol):
     while nit < max_iter and np.abs(grad).max() > gtol:
         hessian.at(z)
         d = _conjugate_gradients(hessian.damped, -grad, opts.newton_cg_tol,
-                                 opts.newton_cg_max_iter, hessian.inverse_diagonal)
+                                 opts.newton_cg_max_iter)
         slope = float(grad @ d)
         if not slope < 0.0:  # no descent left within the arithmetic
             break
@@ -121,31 +119,31 @@ class _Outputs:
         return None
 
 
-def _conjugate_gradients(product, b, rtol, max_iter, inv_diag=None):
+def _conjugate_gradients(product, b, rtol, max_iter):
     """``x`` with ``||product(x) - b|| <= rtol ||b||`` (or after
-    ``max_iter`` steps), from ``x = 0``, preconditioned by the inverse
-    diagonal ``inv_diag`` (None: none): every iterate is a descent direction
-    of a function whose gradient is ``-b``."""
+    ``max_iter`` steps), from ``x = 0``: every iterate is a descent direction
+    of a function whose gradient is ``-b``. Not preconditioned: a diagonal
+    would need the sample's features squared, which a level whose features
+    are streamed or live on Dask workers does not hold, and the model would
+    then depend on where the features are."""
     x = np.zeros_like(b)
     r = b.copy()
-    y = r if inv_diag is None else inv_diag * r
-    p = y.copy()
-    ry = float(r @ y)
-    stop = (rtol * rtol) * float(b @ b)
+    p = r.copy()
+    rr = float(r @ r)
+    stop = (rtol * rtol) * rr
     for _ in range(max_iter):
-        if float(r @ r) <= stop:
+        if rr <= stop:
             break
         q = product(p)
         pq = float(p @ q)
         if pq <= 0.0:
             break
-        alpha = ry / pq
+        alpha = rr / pq
         x += alpha * p
         r -= alpha * q
-        y = r if inv_diag is None else inv_diag * r
-        ry_new = float(r @ y)
-        p = y + (ry_new / ry) * p
-        ry = ry_new
+        rr_new = float(r @ r)
+        p = r + (rr_new / rr) * p
+        rr = rr_new
     return x
 
 
@@ -169,34 +167,6 @@ class _Hessian:
         for s, hs, rows in self.sets:
             c = curvature(s, hs.forward(v32) + shift, rows, hs.m, self.w)
             self.curv.append(c if np.any(c) else None)
-        self.inverse_diagonal = self._inverse_diagonal()
-
-    def _inverse_diagonal(self):
-        """``1 / diag H`` (Jacobi's preconditioner) where the features are
-        held and not whitened per evaluation, else None."""
-        solver = self.solver
-        if solver.cur["white"].T is not None:
-            return None
-        # sum_i c_i (psi_ij - mu_j)^2, from sum c psi^2, sum c psi and sum c
-        mu = solver.state["mu"][:, None]
-        diag = np.full((solver.D, solver.K), solver.lam)
-        bias = np.zeros(solver.K)
-        for (s, hs, _), c in zip(self.sets, self.curv, strict=True):
-            if c is None:
-                continue
-            squares = solver.squared_chunks(s, hs)
-            if squares is None:
-                return None
-            for r0, P, P2 in zip(hs.starts, hs.chunks, squares, strict=True):
-                cc = c[r0:r0 + P.shape[0]]
-                csum = cc.sum(axis=0)
-                diag += (chunk_backward(P2, cc)
-                         - 2.0 * mu * chunk_backward(P, cc) + mu * mu * csum)
-                bias += csum
-        out = (1.0 / diag).ravel()
-        if solver.state["free"]:
-            out = np.concatenate([out, 1.0 / (bias + solver.lam)])  # see damped
-        return out
 
     def damped(self, d):
         """``H d`` plus ``lam d`` on a free bias: the bias is not

@@ -161,16 +161,6 @@ class PrimalSolver:
         shared[key] = (source, index, idx, ps.chunks)
         return ps
 
-    def squared_chunks(self, s, hs):
-        """The squares of the held chunks of set ``s``'s Hessian sample
-        ``hs`` (built once per level; None if its features are not held)."""
-        if getattr(hs, "chunks", None) is None:
-            return None
-        squares = self.cur.setdefault("squared_chunks", {})
-        if s not in squares:
-            squares[s] = [np.square(P) for P in hs.chunks]
-        return squares[s]
-
     def hessian_sets(self, w):
         """``(s, point set, rows)`` of every set the loss reads at weight
         ``w``, on which :mod:`~weakkernels._dsg.newton` estimates the
@@ -210,7 +200,6 @@ class PrimalSolver:
         cur.pop("mu", None)
         cur.pop("psi_sums", None)
         cur.pop("hessian_sets", None)
-        cur.pop("squared_chunks", None)
         cur.update(level=k, idx=idx, sets=[None] * len(self.sizes), rows=rows,
                    cache=rows * self.D * self.dtype.itemsize <= self.budget,
                    spec=lspec, white=Whitening(lspec))

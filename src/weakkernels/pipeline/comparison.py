@@ -27,7 +27,7 @@ HEADLINE_MODEL = "tsgs3vm"
 def paired_differences(per_seed, reference: str = REFERENCE) -> dict:
     """``{(model, dataset, n_unlabeled): (mean, sd, n, resolved)}``: the test
     error of ``model`` minus the reference's on the same split (seed), over
-    the seeds both ran. ``resolved``: at least two seeds and the mean's 95 %
+    the seeds both ran. ``resolved``: at least two seeds and the mean's 0.95
     t interval excludes 0 (``|mean| > t_{0.975, n-1} sd / sqrt(n)``); with two
     seeds ``t`` is 12.7, so only a large, consistent difference is marked."""
     from scipy.stats import t as student_t
