@@ -21,11 +21,12 @@ endif
 .PHONY: venv test repro lint bench docs clean promote ui
 
 $(STAMP): requirements.txt pyproject.toml
-	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -r requirements.txt
-	$(BIN)/pip install --quiet --no-deps -e .
-	touch $(STAMP)
+	@echo "setting up $(VENV) from requirements.txt (minutes)"
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	@$(BIN)/pip install --quiet --upgrade pip
+	@$(BIN)/pip install --quiet -r requirements.txt
+	@$(BIN)/pip install --quiet --no-deps -e .
+	@touch $(STAMP)
 
 venv: $(STAMP)
 
