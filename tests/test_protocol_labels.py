@@ -278,6 +278,12 @@ def label_problems(row: dict) -> list[str]:
                 need("learning_rate", "fixed", "gamma (paper 000's fixed step)")
     if "no C* choice" in label:  # C* as given, not chosen on held-out labels
         need("validation_fraction", None, "no C* choice")
+    m = re.search(r"primal_method=(\w+)", label)  # SolverOptions(primal_method=)
+    if m:
+        named.add("solver_options")
+        options = p.get("solver_options") or {}
+        if options != {"primal_method": m.group(1)}:
+            out.append(f"primal_method={m.group(1)}: solver_options={options!r}")
     # -- every parameter set away from the default is named
     free = {"sigma", "C", "C_star"}
     if method == "qsgs2auc":
