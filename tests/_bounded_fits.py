@@ -12,7 +12,7 @@ traced less than the slack. A ``MemoryError`` (an allocation the plan did not
 foresee) fails the property. Exit status 0 when it holds; else the
 falsifying example is printed.
 
-``_bounded_fits.py cases``: the cases of issue 57 under the issue's 3 GiB
+``_bounded_fits.py cases``: the memory-bound cases under a 3 GiB
 address-space limit, one JSON line each."""
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def _semi():
     return _data("TSGS3VM", 200, 5, 2, 0)
 
 
-# the cases of issue 57, each fitted under the limit: (name, fit)
+# the memory-bound cases, each fitted under the limit: (name, fit)
 CASES = {
     "TSGS3VM max_features=2**27": lambda: TSGS3VM(max_features=2**27).fit(*_semi()),
     "FRS3VM n_components=2**27": lambda: FRS3VM(n_components=2**27).fit(*_semi()),

@@ -27,8 +27,8 @@ _FIXED_DATE = (1980, 1, 1, 0, 0, 0)
 
 # Bounds on what a model file may make the loader allocate. A model stores
 # O(features) floats (random features) or its support vectors (exact kernels);
-# 2 GiB is ~268 M float64 values, far beyond the models this library fits on
-# one machine, and callers with larger models pass ``max_bytes``.
+# MAX_BYTES is far beyond the models this library fits on one machine, and
+# callers with larger models pass ``max_bytes``.
 MAX_BYTES = 2**31
 MAX_META_BYTES = 16 * 2**20  # meta.json holds parameters and scalar state
 MAX_MEMBERS = 4096

@@ -111,7 +111,7 @@ class FitPlan:
         return int(sum(b for _, b in self.parts))
 
     def describe(self) -> str:
-        """``"frequencies 2.5 GiB, coefficients 32 KiB, ..."``, largest first."""
+        """``"<part> <size>, <part> <size>, ..."``, largest part first."""
         parts = sorted(self.parts, key=lambda p: -p[1])
         return ", ".join(f"{what} {size_text(b)}" for what, b in parts if b > 0)
 

@@ -122,7 +122,8 @@ default="auto"
         returned is then the fit on every label at that C*, bit for bit the
         one ``C_star=C_star_, validation_fraction=None`` gives (the choice
         costs about five fits up to the largest held level -- the whole fit
-        below 2 GiB of features -- and one more). ``C_star_`` is the C* kept,
+        below ``SolverOptions.held_feature_bytes`` of features -- and one
+        more). ``C_star_`` is the C* kept,
         ``validation_errors_`` each stage's (C*, held-out error). An int
         ``k >= 2``: ``k``-fold cross-validation over the labels (stratified,
         seeded) instead of one held-out part, for labels too few to spare:
@@ -156,7 +157,8 @@ default="auto"
         ``n_components`` if given, else every row up to 4096 rows (the exact
         kernel machine) and :func:`weakkernels._dsg.nystroem_size` beyond. ``"auto"``:
         Nyström where it applies (L-BFGS, RBF, at most 2^26 landmark entries,
-        features that fit 2 GiB or rows of at most 32 768 columns, streamed),
+        features within ``SolverOptions.held_feature_bytes`` or narrow rows,
+        streamed),
         else Fourier. Why Nyström by default: at equal or lower cost it is as
         accurate or more (docs/fidelity.md, paper 000's departures). The basis
         used is ``features_``.

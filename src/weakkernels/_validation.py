@@ -410,7 +410,7 @@ def check_unlabeled_predictions(estimator, f_unlabeled, Y) -> None:
 
 def _meminfo_available() -> int:
     """``MemAvailable`` of /proc/meminfo (Linux), else the free physical
-    pages, else 1 GiB."""
+    pages, else ``2**30`` bytes."""
     try:
         with open("/proc/meminfo", encoding="ascii") as fh:
             for line in fh:
