@@ -6,7 +6,7 @@ Choosing C*: cross-validation on the labels
 ``C* = C n_l / n_u``; :class:`~weakkernels.model_selection.LabeledKFold` folds
 only the labeled rows and keeps every unlabeled row in every training set, so
 scikit-learn's ``GridSearchCV`` can score multiples of the rule on held-out
-labels. The default (``validation_fraction="auto"``) makes the same kind of
+labels. The default (``selection="auto"``) makes the same kind of
 choice itself; its pick is the fitted ``C_star_``.
 """
 
@@ -29,11 +29,11 @@ C = 10.0
 rule = C * labeled.size / unl.sum()
 multiples = [0.0, 0.1, 1.0, 3.0, 10.0]
 search = GridSearchCV(
-    TSGS3VM(C=C, validation_fraction=None, random_state=0),
+    TSGS3VM(C=C, selection=None, random_state=0),
     {"C_star": [m * rule for m in multiples]},
     cv=LabeledKFold(5, random_state=0)).fit(X, y_semi)
 cv_error = 1 - search.cv_results_["mean_test_score"]
-test_error = [1 - TSGS3VM(C=C, C_star=m * rule, validation_fraction=None,
+test_error = [1 - TSGS3VM(C=C, C_star=m * rule, selection=None,
                           random_state=0).fit(X, y_semi).score(X[unl], y[unl])
               for m in multiples]
 default = TSGS3VM(C=C, random_state=0).fit(X, y_semi)

@@ -24,7 +24,7 @@ truth = (np.sin(2 * X[:, 0]) + X[:, 1] > 0).astype(int)
 y = np.full(n, -1)
 y[:300] = truth[:300]                               # 300 labeled rows
 
-params = dict(C=10, validation_fraction=None, random_state=0)
+params = dict(C=10, selection=None, random_state=0)
 local = TSGS3VM(**params).fit(X, y)
 f_local = local.decision_function(X)
 

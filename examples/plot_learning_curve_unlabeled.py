@@ -7,7 +7,7 @@ Bayes error, Chapelle & Zien 2005), and more and more unlabeled rows. The
 test error of :class:`~weakkernels.TSGS3VM` and
 :class:`~weakkernels.CCCPTSVM` against the number of unlabeled rows; ``SVC`` on
 the labels is the flat line. Three draws of the data per size; C* is paper
-004's rule ``C n_l / n_u`` for both (``validation_fraction=None``).
+004's rule ``C n_l / n_u`` for both (``selection=None``).
 """
 
 import matplotlib.pyplot as plt
@@ -41,7 +41,7 @@ for n_u in sizes:
             per_seed["CCCP-TSVM"].append(per_seed["SVC"][-1])
             continue
         per_seed["TSGS3VM"].append(
-            1 - TSGS3VM(C=10, validation_fraction=None,
+            1 - TSGS3VM(C=10, selection=None,
                     random_state=seed).fit(X, y_semi).score(Xt, yt))
         per_seed["CCCP-TSVM"].append(1 - CCCPTSVM(C=10).fit(X, y_semi).score(Xt, yt))
     for k in errors:

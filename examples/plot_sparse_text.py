@@ -40,7 +40,7 @@ for split in (0,):
     y_semi = np.r_[y[lab], np.full(unl.size, -1)]
     Xs = X[rows]
     errors["SVC"].append(1 - SVC(C=10).fit(X[lab], y[lab]).score(X[unl], y[unl]))
-    errors["TSGS3VM"].append(1 - TSGS3VM(C=10, validation_fraction=None,
+    errors["TSGS3VM"].append(1 - TSGS3VM(C=10, selection=None,
                                           random_state=0).fit(
         Xs, y_semi).score(X[unl], y[unl]))
     errors["CCCP-TSVM"].append(1 - CCCPTSVM(C=10).fit(Xs, y_semi).score(

@@ -92,7 +92,7 @@ def fits(draw):
     else:
         kw["max_iter"] = draw(st.integers(1, 8))
     if name in ("TSGS3VM", "FRS3VM"):
-        kw["validation_fraction"] = None
+        kw["selection"] = None
     if name in ("TSGSU", "QSGS2AUC"):
         kw["prior"] = 0.7
     return name, cls(**kw), size_param, n, d, k
@@ -182,7 +182,7 @@ def run_cases() -> None:
 if __name__ == "__main__":
     warnings.simplefilter("ignore", DegenerateModelWarning)
     # compile the kernels before the limit (numba's compiler maps a lot)
-    TSGS3VM(max_iter=2, random_state=0, validation_fraction=None).fit(
+    TSGS3VM(max_iter=2, random_state=0, selection=None).fit(
         *_data("TSGS3VM", 60, 3, 2, 0))
     if sys.argv[1] == "cases":  # the limit: 3 GiB of address space
         resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, resource.getrlimit(

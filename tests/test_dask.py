@@ -153,7 +153,7 @@ def test_validation_fraction_on_dask_is_the_in_memory_fit(client, streamed):
     rows, which stay in the client: on a dask array it scores the same
     stages, keeps the same C* and returns the in-memory model, bit for bit."""
     X, y = _semi(seed=3)
-    make = lambda: TSGS3VM(validation_fraction=0.25, **_OPT)  # noqa: E731
+    make = lambda: TSGS3VM(selection="holdout", validation_fraction=0.25, **_OPT)  # noqa: E731
     ref = make().set_params(solver_options=streamed).fit(X, y)
     est = make().set_params(solver_options=streamed).fit(*_dask(X, y, False))
     assert ref.validation_errors_.shape == (5, 2)

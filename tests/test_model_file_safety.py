@@ -218,7 +218,7 @@ def test_tampered_random_feature_spec_is_refused(path, value, match):
 
 def _nystroem_tsgs3vm_bytes():
     X, _, y_semi = _tiny()
-    est = wk.TSGS3VM(features="nystroem", max_iter=5, validation_fraction=None,
+    est = wk.TSGS3VM(features="nystroem", max_iter=5, selection=None,
                      random_state=0)
     return X, est.fit(X, y_semi).to_bytes()
 
@@ -276,7 +276,7 @@ def test_consistent_spec_edits_are_refused_by_the_spec_digest(edits, kernel):
     model."""
     X, _, y_semi = _tiny()
     est = wk.TSGS3VM(kernel=kernel, features="fourier", max_iter=5,
-                     validation_fraction=None, random_state=0).fit(X, y_semi)
+                     selection=None, random_state=0).fit(X, y_semi)
     payload = est.to_bytes()
     assert type(est).from_bytes(payload).to_bytes() == payload
     with pytest.raises(ModelFormatError, match="spec_digest differs"):
@@ -298,8 +298,8 @@ _NOT_ARRAY_FIELDS = {("state", "n_iter"), ("state", "spec", "degree")}
 
 
 @pytest.mark.parametrize("make", [
-    lambda: wk.TSGS3VM(max_iter=5, validation_fraction=None, random_state=0),
-    lambda: wk.TSGS3VM(features="fourier", max_iter=5, validation_fraction=None,
+    lambda: wk.TSGS3VM(max_iter=5, selection=None, random_state=0),
+    lambda: wk.TSGS3VM(features="fourier", max_iter=5, selection=None,
                        random_state=0),
     lambda: wk.FRS3VM(max_iter=5, random_state=0),
     lambda: wk.QSGS2AUC(prior=0.5, max_iter=5, random_state=0),

@@ -157,7 +157,7 @@ def test_newton_fits_are_the_same_bits_for_any_thread_count():
     try:
         for threads in (1, 2):
             numba.set_num_threads(threads)
-            est = TSGS3VM(random_state=0, validation_fraction=None,
+            est = TSGS3VM(random_state=0, selection=None,
                           solver_options=NEWTON).fit(X, y)
             decisions.append(est.decision_function(X))
     finally:
@@ -176,7 +176,7 @@ def test_newton_fits_are_the_same_bits_for_any_thread_count():
     ("tsgs3vm", "dense", {"balance": "supervised"}),
     ("tsgs3vm", "dense", {"balance": "none", "unlabeled_loss": "sshg"}),
     ("tsgs3vm", "dense", {"unlabeled_loss": "ramp_cccp"}),
-    ("tsgs3vm", "dense", {"loss": "smooth_hinge", "validation_fraction": 3}),
+    ("tsgs3vm", "dense", {"loss": "smooth_hinge", "selection": "cv", "cv": 3}),
 ])
 def test_newton_fits_as_well_as_lbfgs(case):
     """Every estimator, input kind and loss the Newton path reads: the test

@@ -84,14 +84,53 @@ def test_the_family_takes_the_shared_constraints_from_the_base(cls):
             assert own[name] is constraint, name
 
 
+# every public estimator: the family, the exact-kernel machines, the feature
+# map and the baselines
+ESTIMATORS = [*FAMILY, wk.CCCPTSVM, wk.RampSVM, wk.RandomFeatures, SUSL, CUU,
+              PNUAUC, SupervisedKernelAUC, ExactS2AUC]
+
+
 def test_each_shared_parameter_is_declared_once():
-    """A parameter two estimators of the family constrain alike is one
-    declaration (the same object), not two copies that could drift."""
+    """A parameter two estimators constrain alike is one declaration (the
+    same object), not two copies that could drift."""
     declared = {}
-    for cls in FAMILY:
+    for cls in ESTIMATORS:
         for name, constraint in cls._parameter_constraints.items():
             key = (name, tuple(str(c) for c in constraint))
-            declared.setdefault(key, set()).add(id(constraint))
-    assert [key for key, ids in declared.items() if len(ids) > 1] == []
-    # and the table covers a parameter every member shares
-    assert ("random_state", ("random_state",)) in declared
+            declared.setdefault(key, {}).setdefault(id(constraint), []).append(
+                cls.__name__)
+    copies = {key[0]: list(ids.values()) for key, ids in declared.items()
+              if len(ids) > 1}
+    assert copies == {}
+    # and the table covers parameters the family and the exact machines share
+    for name in ("random_state", "C", "tol", "sigma", "kernel"):
+        users = [cls for cls in ESTIMATORS if name in cls._parameter_constraints]
+        assert len(users) > 2, name
+
+
+def test_the_registry_lists_every_public_estimator():
+    """ESTIMATORS above is complete: a new estimator is checked too."""
+    import inspect
+
+    from sklearn.base import BaseEstimator
+
+    import weakkernels.baselines.auc as auc
+    import weakkernels.baselines.su as su
+
+    public = {obj for mod in (wk, auc, su) for name, obj in vars(mod).items()
+              if inspect.isclass(obj) and issubclass(obj, BaseEstimator)
+              and not name.startswith("_")
+              and obj.__module__.startswith("weakkernels")}
+    assert public == set(ESTIMATORS)
+
+
+@pytest.mark.parametrize("cls", [wk.TSGS3VM, wk.FRS3VM], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("alias, name", [(True, "mean"), (False, "none")])
+def test_boolean_balance_is_deprecated_for_its_name(cls, alias, name):
+    X, y = semi_data()
+    kw = dict(C_star=0.1, max_iter=5, random_state=0)
+    with pytest.warns(FutureWarning, match=f'balance="{name}"'):
+        old = cls(balance=alias, **kw).fit(X, y)
+    new = cls(balance=name, **kw).fit(X, y)
+    assert old.balance_ == new.balance_ == name
+    assert old.decision_function(X).tobytes() == new.decision_function(X).tobytes()

@@ -305,7 +305,7 @@ def test_an_annealed_fit_on_held_features_is_one_level(monkeypatch):
     """TSGS3VM (annealed) on a set whose features are all held runs on every
     row at once; past the held bound, and for a fit with nothing annealed in
     (``anneal=0``, ``C_star=0``), the sample levels stay.
-    ``validation_fraction=None``: the levels of one fit, not of the folds
+    ``selection=None``: the levels of one fit, not of the folds
     the default's choice of C* runs on a set this small."""
     opts = SolverOptions(primal_start_rows=128)
     X, _, y_semi = _data(n=900)  # 60 labeled, 840 unlabeled rows
@@ -324,7 +324,7 @@ def test_an_annealed_fit_on_held_features_is_one_level(monkeypatch):
 
     monkeypatch.setattr(_primal, "primal_levels", spy)
     monkeypatch.setattr(_primal, "Whitening", Level)
-    kw = dict(C=1.0, random_state=0, validation_fraction=None)
+    kw = dict(C=1.0, random_state=0, selection=None)
     one = TSGS3VM(**kw, solver_options=opts).fit(X, y_semi)
     # 188 rows, all 900 (572 dropped, primal_merge_fraction): all only
     assert calls == [2] and len(entered) == 1
@@ -350,7 +350,7 @@ def test_fit_cuts_its_levels_at_the_held_bound(small_levels, monkeypatch):
     """The solver hands primal_levels the rows whose features fit
     ``held_feature_bytes`` (the bound enter() calls large): 188 rows on level 0
     over a 100-row bound leave level 0, then every row.
-    ``validation_fraction=None``: the levels of one fit, not of the folds
+    ``selection=None``: the levels of one fit, not of the folds
     the default's choice of C* runs on a set this small."""
     X, _, y_semi = _data(n=900)  # 60 labeled, 840 unlabeled rows
     calls, real = [], _dsg.primal_levels
@@ -361,7 +361,7 @@ def test_fit_cuts_its_levels_at_the_held_bound(small_levels, monkeypatch):
         return levels
 
     monkeypatch.setattr(_primal, "primal_levels", spy)
-    kw = dict(C=1.0, random_state=0, validation_fraction=None)
+    kw = dict(C=1.0, random_state=0, selection=None)
     est = TSGS3VM(**kw, solver_options=small_levels).fit(X, y_semi)
     D = est.n_features_model_
     assert calls == [(small_levels.held_feature_bytes // (4 * D), 3)]  # 128, 512, all
@@ -396,11 +396,11 @@ def test_default_fit_reads_every_row(small_levels, monkeypatch):
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
                     reason="needs 2 numba threads")
-# validation_fraction=None here and below: one fit's levels, not the default's
+# selection=None here and below: one fit's levels, not the default's
 # cross-validation of C* on a set this small (five folds of the same levels)
 @pytest.mark.parametrize("est", [
-    TSGS3VM(C=1.0, random_state=0, validation_fraction=None),
-    FRS3VM(C=1.0, random_state=0, validation_fraction=None)])
+    TSGS3VM(C=1.0, random_state=0, selection=None),
+    FRS3VM(C=1.0, random_state=0, selection=None)])
 def test_one_and_two_threads_give_bit_identical_models(small_levels, est):
     X, _, y_semi = _data(n=900)
     old = numba.get_num_threads()
@@ -422,7 +422,7 @@ def test_streamed_features_equal_held_features(small_levels, method):
     """With no memory budget every product regenerates its chunk from the
     seeds: the same model, bit for bit, with either minimiser."""
     X, _, y_semi = _data(n=900)
-    kw = dict(C=1.0, random_state=0, validation_fraction=None)
+    kw = dict(C=1.0, random_state=0, selection=None)
     small_levels = replace(small_levels, primal_method=method)
     held = TSGS3VM(**kw, solver_options=small_levels).fit(X, y_semi)
     no_cache = replace(small_levels, primal_cache_max_bytes=0)
@@ -538,7 +538,7 @@ def test_looser_intermediate_levels_cost_fewer_iterations(small_levels):
     fits = {}
     for fraction in (0.0, 0.5):
         opts = replace(small_levels, primal_level_noise_fraction=fraction)
-        est = TSGS3VM(C=1.0, random_state=0, validation_fraction=None,
+        est = TSGS3VM(C=1.0, random_state=0, selection=None,
                       solver_options=opts).fit(X, y_semi)
         fits[fraction] = (est.n_iter_, est.predict(X))
     assert fits[0.5][0] < fits[0.0][0]
@@ -590,7 +590,7 @@ def test_majorised_loss_keeps_the_final_tolerance(small_levels):
     for fraction in (0.0, 0.5):
         opts = replace(small_levels, primal_level_noise_fraction=fraction)
         est = TSGS3VM(C=1.0, random_state=0, unlabeled_loss="ramp_cccp",
-                      validation_fraction=None, solver_options=opts)
+                      selection=None, solver_options=opts)
         coefs.append(est.fit(X, y_semi).coef_.copy())
     np.testing.assert_array_equal(coefs[0], coefs[1])
 
@@ -628,7 +628,7 @@ def test_levels_fold_from_the_row_rule_on(small_levels, monkeypatch):
     """Levels of 188 / 572 / 900 rows: with the rule at 500 rows the first
     streams whitened rows, the larger two fold; the default (None) keeps
     all three whitened.
-    ``validation_fraction=None``: the levels of one fit, not of the folds
+    ``selection=None``: the levels of one fit, not of the folds
     the default's choice of C* runs on a set this small."""
     X, _, y_semi = _data(n=900)
     seen, real = [], _dsg.Whitening
@@ -638,7 +638,7 @@ def test_levels_fold_from_the_row_rule_on(small_levels, monkeypatch):
         return real(spec)
 
     monkeypatch.setattr(_primal, "Whitening", spy)
-    kw = dict(C=1.0, random_state=0, validation_fraction=None)
+    kw = dict(C=1.0, random_state=0, selection=None)
     TSGS3VM(**kw, solver_options=small_levels).fit(X, y_semi)
     assert seen == [False, False, False]
     seen.clear()

@@ -32,11 +32,11 @@ def _data():
     return X, y
 
 
-@pytest.mark.parametrize("vf", [None, 3])
-def test_counts_match_the_solver(profile, vf):
+@pytest.mark.parametrize("selection", [None, "cv"])
+def test_counts_match_the_solver(profile, selection):
     X, y = _data()
     original = PrimalSolver.objective
-    kw = dict(sigma=0.1, C=1.0, random_state=0, validation_fraction=vf)
+    kw = dict(sigma=0.1, C=1.0, random_state=0, selection=selection, cv=3)
     plain = TSGS3VM(**kw).fit(X, y)
     est = TSGS3VM(**kw)
     rec = profile.profile_fit(est, X, y)
@@ -50,7 +50,7 @@ def test_counts_match_the_solver(profile, vf):
     assert sum(s["evaluations"] for s in stages) == sum(s["nfev"] for s in stages)
     assert sum(s["nit"] for s in stages) > 0
     assert [f["fit"] for f in rec["fits"]] == (
-        [f"cv_fold{i}" for i in range(vf or 0)] + ["final"])
+        [f"cv_fold{i}" for i in range(3 if selection else 0)] + ["final"])
     # rows read: each evaluation reads the labeled rows and, at w > 0, the
     # unlabeled ones (one level here: every row)
     for key, s in rec["stages"].items():

@@ -277,7 +277,7 @@ def label_problems(row: dict) -> list[str]:
             if k == "eta0":
                 need("learning_rate", "fixed", "gamma (paper 000's fixed step)")
     if "no C* choice" in label:  # C* as given, not chosen on held-out labels
-        need("validation_fraction", None, "no C* choice")
+        need("selection", None, "no C* choice")
     m = re.search(r"primal_method=(\w+)", label)  # SolverOptions(primal_method=)
     if m:
         named.add("solver_options")

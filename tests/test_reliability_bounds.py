@@ -131,7 +131,7 @@ def test_every_estimator_warns_on_a_constant_input(make):
 
 
 @pytest.mark.parametrize("make", [
-    lambda: TSGS3VM(features="nystroem", validation_fraction=None),
+    lambda: TSGS3VM(features="nystroem", selection=None),
     lambda: QSGS2AUC(prior=0.5), lambda: TSGSU(prior=0.7)],
     ids=["TSGS3VM", "QSGS2AUC", "TSGSU"])
 def test_scale_sigma_that_overflows_is_refused_naming_it(make):
@@ -151,11 +151,11 @@ def test_validation_fraction_is_named_in_its_errors():
     X, y = _semi()
     with pytest.raises(ValueError, match=r"validation_fraction=0.01 holds out 1 "
                        r"of the 20 labels.*\[0.1, 0.9\]"):
-        TSGS3VM(validation_fraction=0.01).fit(X, y)
+        TSGS3VM(selection="holdout", validation_fraction=0.01).fit(X, y)
     y[:20] = np.r_[np.zeros(19, int), 1]  # a class of one label
-    with pytest.raises(ValueError, match=r"validation_fraction=0.5 needs at "
+    with pytest.raises(ValueError, match=r'selection="holdout" needs at '
                        r"least 2 labels of every class.*the fewest are 1"):
-        TSGS3VM(validation_fraction=0.5).fit(X, y)
+        TSGS3VM(selection="holdout", validation_fraction=0.5).fit(X, y)
 
 
 def test_dask_dataframe_is_fitted_as_its_array():
@@ -170,8 +170,8 @@ def test_dask_dataframe_is_fitted_as_its_array():
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster):
         df = dd.from_pandas(pd.DataFrame(X), npartitions=3)
-        est = TSGS3VM(random_state=0, validation_fraction=None).fit(df, y)
-        ref = TSGS3VM(random_state=0, validation_fraction=None).fit(X, y)
+        est = TSGS3VM(random_state=0, selection=None).fit(df, y)
+        ref = TSGS3VM(random_state=0, selection=None).fit(X, y)
         np.testing.assert_array_equal(est.decision_function(X),
                                       ref.decision_function(X))
         np.testing.assert_array_equal(np.asarray(est.predict(df).compute()),

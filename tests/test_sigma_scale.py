@@ -133,3 +133,23 @@ def test_random_feature_models_reload_their_sigma(cls, tmp_path):
     est = cls(random_state=0, max_iter=5, **kw).fit(X, y)
     est.save(tmp_path / "model.wkm")
     assert wk.load(tmp_path / "model.wkm").sigma_ == est.sigma_
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+def test_the_pipeline_scales_sigma_as_the_estimators_do(sparse):
+    """The pipeline's ``sigma = sigma_rel * scale`` uses the estimators' own
+    ``sigma="scale"``: at ``sigma_rel = 1`` the pipeline's width is bit for
+    bit the one ``TSGS3VM(sigma="scale")`` resolves on the same rows."""
+    import scipy.sparse as sp
+
+    from weakkernels.pipeline.common import fit_data
+
+    X, y = semi_data(n=90)
+    X = np.where(np.abs(X) > 1.0, X, 0.0)  # zeros for the CSR case
+    if sparse:
+        X = sp.csr_matrix(X)
+    split = {"labeled": np.arange(30), "unlabeled": np.arange(30, 90)}
+    _, X_fit, y_fit, _, _, scale = fit_data("tsgs3vm", X, y, split, 60)
+    est = wk.TSGS3VM(sigma="scale", max_iter=2, selection=None,
+                     random_state=0).fit(X_fit, y_fit)
+    assert est.sigma_ == scale

@@ -72,7 +72,7 @@ def test_options_change_the_fit_and_survive_clone_and_model_files(tmp_path):
     X, y, _ = two_gaussians(n=700, d=4, n_labeled=40, seed=3)
     opts = SolverOptions(primal_start_rows=64, primal_merge_fraction=1.0,
                          primal_anneal_every_row=False)
-    kw = dict(C=1.0, random_state=0, validation_fraction=None)
+    kw = dict(C=1.0, random_state=0, selection=None)
     default = TSGS3VM(**kw).fit(X, y)
     small = TSGS3VM(**kw, solver_options=opts).fit(X, y)
     assert not np.array_equal(default.coef_, small.coef_)
@@ -89,7 +89,7 @@ def test_options_change_the_fit_and_survive_clone_and_model_files(tmp_path):
 
 def test_a_model_file_with_unknown_options_is_refused():
     X, y, _ = two_gaussians(n=80, d=3, n_labeled=10)
-    est = TSGS3VM(random_state=0, validation_fraction=None,
+    est = TSGS3VM(random_state=0, selection=None,
                   solver_options=SolverOptions(cccp_max_steps=3)).fit(X, y)
     meta, arrays = loads(est.to_bytes())
     meta["params"]["solver_options"]["no_such_knob"] = 1

@@ -14,7 +14,7 @@ from tests._data import two_gaussians
 from weakkernels import FRS3VM, TSGS3VM, ModelFormatError, SolverOptions, _dsg, load
 from weakkernels._dsg import FunctionalModel, step_size
 from weakkernels._dsg import primal as _primal
-from weakkernels._selection import one_se_stage
+from weakkernels._selection import one_se_stage, resolve_selection
 from weakkernels._threads import one_blas_thread
 from weakkernels.kernels import kernel_matrix
 from weakkernels.pipeline.synthetic import SyntheticSpec, synthetic_rows
@@ -22,7 +22,6 @@ from weakkernels.random_features import FeatureSpec
 from weakkernels.tsgs3vm import (
     UNLABELED_LOSSES,
     hinge_grad,
-    resolve_validation_fraction,
     unlabeled_loss,
     unlabeled_loss_grad,
 )
@@ -785,8 +784,8 @@ def test_held_out_labels_keep_the_supervised_machine_where_unlabeled_rows_cost()
     ys = y.astype(int)
     ys[1500:] = -1
     kw = dict(C=10, sigma=spec.teacher_sigma, max_features=256, random_state=0)
-    rule = TSGS3VM(validation_fraction=None, **kw).fit(X, ys)
-    held = TSGS3VM(validation_fraction=0.3, **kw).fit(X, ys)
+    rule = TSGS3VM(selection=None, **kw).fit(X, ys)
+    held = TSGS3VM(selection="holdout", validation_fraction=0.3, **kw).fit(X, ys)
     assert held.C_star_ == 0.0
     np.testing.assert_allclose(held.validation_errors_[:, 0],
                                np.array([0.0, 0.1, 1.0, 3.0, 10.0]) * rule.C_star_)
@@ -798,7 +797,7 @@ def test_held_out_labels_keep_the_unlabeled_term_where_it_pays():
     X, y, yt = two_gaussians(n=2000, d=30, n_labeled=200, sep=2.5, seed=1)
     U = y == -1
     kw = dict(C=10, max_features=256, random_state=0)
-    held = TSGS3VM(validation_fraction=0.5, **kw).fit(X, y)
+    held = TSGS3VM(selection="holdout", validation_fraction=0.5, **kw).fit(X, y)
     sup = TSGS3VM(C_star=0, **kw).fit(X, y)
     rule = 10 * 200 / 1800
     errs = held.validation_errors_[:, 1]
@@ -814,11 +813,11 @@ def test_the_fit_after_the_choice_is_the_fit_at_that_c_star(monkeypatch, stage):
     monkeypatch.setattr(_primal, "one_se_stage", lambda errors: stage)
     X, y, _ = two_gaussians(n=6000, d=5, n_labeled=200, seed=8)
     kw = dict(C=10, max_features=128, random_state=0)
-    held = TSGS3VM(validation_fraction=0.3, **kw).fit(X, y)
+    held = TSGS3VM(selection="holdout", validation_fraction=0.3, **kw).fit(X, y)
     rule = 10 * 200 / 5800
     assert held.C_star_ == pytest.approx((0.0, 0.1, 1.0, 3.0, 10.0)[stage] * rule)
     # two sample levels (5 800 unlabeled rows), so the first one is a sample
-    at = TSGS3VM(C_star=held.C_star_, validation_fraction=None, **kw).fit(X, y)
+    at = TSGS3VM(C_star=held.C_star_, selection=None, **kw).fit(X, y)
     np.testing.assert_array_equal(held.coef_, at.coef_)
     np.testing.assert_array_equal(held.intercept_, at.intercept_)
 
@@ -842,7 +841,7 @@ def test_the_fit_after_a_cross_validated_choice_is_the_fit_at_that_choice(
     kw = dict(C=10, max_features=128, random_state=0)
     cv = TSGS3VM(**kw).fit(X, y)
     rule = 10 * 100 / 500
-    assert cv.validation_fraction_ == 5
+    assert (cv.selection_, cv.n_folds_, cv.validation_fraction_) == ("cv", 5, None)
     # every label scored once per candidate; the reference is the rule
     assert seen == {"n": [100] * 6, "ref": 2}
     assert cv.validation_losses_ == ("da",) * 5 + ("ramp_cccp",)
@@ -851,7 +850,7 @@ def test_the_fit_after_a_cross_validated_choice_is_the_fit_at_that_choice(
     assert cv.unlabeled_loss_ == cv.validation_losses_[kept]
     assert cv.C_star_ == pytest.approx(cv.validation_errors_[kept, 0])
     at = TSGS3VM(C_star=cv.C_star_, unlabeled_loss=cv.unlabeled_loss_,
-                 validation_fraction=None, **kw).fit(X, y)
+                 selection=None, **kw).fit(X, y)
     np.testing.assert_array_equal(cv.coef_, at.coef_)
     np.testing.assert_array_equal(cv.intercept_, at.intercept_)
 
@@ -861,62 +860,93 @@ def test_held_out_labels_are_deterministic_and_need_lbfgs():
     old = numba.get_num_threads()
     try:
         numba.set_num_threads(2)
-        a = TSGS3VM(validation_fraction=0.4, **FAST_LBFGS).fit(X, y)
+        a = TSGS3VM(selection="holdout", validation_fraction=0.4,
+                    **FAST_LBFGS).fit(X, y)
         numba.set_num_threads(1)
-        b = TSGS3VM(validation_fraction=0.4, **FAST_LBFGS).fit(X, y)
+        b = TSGS3VM(selection="holdout", validation_fraction=0.4,
+                    **FAST_LBFGS).fit(X, y)
     finally:
         numba.set_num_threads(old)
     assert a.to_bytes() == b.to_bytes()
     np.testing.assert_array_equal(a.validation_errors_, b.validation_errors_)
     assert TSGS3VM.from_bytes(a.to_bytes()).C_star_ == a.C_star_
     with pytest.raises(ValueError, match="lbfgs"):
-        TSGS3VM(validation_fraction=0.4, solver="sgd").fit(X, y)
+        TSGS3VM(selection="holdout", validation_fraction=0.4, solver="sgd").fit(X, y)
+
+
+def _choice(y, n_rows, selection="auto", fraction="auto", cv=5, solver="lbfgs",
+            distributed=False):
+    return resolve_selection(selection, fraction, cv, y, solver, n_rows, distributed)
+
+
+NONE = (None, None)
 
 
 def test_auto_holds_out_a_tenth_of_the_labels_from_ten_thousand_on():
     y = np.repeat([0, 1], [6000, 4000])
     n = 100_000
-    assert resolve_validation_fraction("auto", y, "lbfgs", n) == 0.1
-    assert resolve_validation_fraction("auto", y[1:], "lbfgs", n) == 0.2  # 9 999
-    assert resolve_validation_fraction("auto", y, "sgd", n) is None
+    assert _choice(y, n) == ("holdout", 0.1)
+    assert _choice(y[1:], n) == ("holdout", 0.2)  # 9 999
+    assert _choice(y, n, solver="sgd") == NONE
     # a class with fewer than ten labels cannot give the held-out part one
     rare = np.r_[np.zeros(20000), np.ones(9)]
-    assert resolve_validation_fraction("auto", rare, "lbfgs", n) is None
-    assert resolve_validation_fraction(0.3, y[:50], "lbfgs", n) == 0.3
-    assert resolve_validation_fraction(None, y, "lbfgs", n) is None
+    assert _choice(rare, n) == NONE
+    # the fraction "auto" holds out, and an explicit hold-out
+    assert _choice(y, n, fraction=0.3) == ("holdout", 0.3)
+    assert _choice(y[:50], n, "holdout", 0.3) == ("holdout", 0.3)
+    assert _choice(y[:50], n, "holdout") == ("holdout", 0.2)
+    assert _choice(y, n, None) == NONE
 
 
 def test_auto_holds_out_a_fifth_of_the_labels_between_the_two():
     """Above the cross-validated sizes and below ten thousand labels the C*
     candidates still face the supervised machine on held-out labels."""
     y = np.repeat([0, 1], [600, 400])
-    assert resolve_validation_fraction("auto", y, "lbfgs", 61_000) == 0.2
-    assert resolve_validation_fraction("auto", y, "lbfgs", 61_000, True) == 0.2
-    assert resolve_validation_fraction("auto", y, "sgd", 61_000) is None
+    assert _choice(y, 61_000) == ("holdout", 0.2)
+    assert _choice(y, 61_000, distributed=True) == ("holdout", 0.2)
+    assert _choice(y, 61_000, solver="sgd") == NONE
     # a class of one label cannot be on both sides
-    assert resolve_validation_fraction("auto", np.r_[y, 2], "lbfgs", 61_000) is None
+    assert _choice(np.r_[y, 2], 61_000) == NONE
     # nor can two labels of two classes
-    assert resolve_validation_fraction("auto", np.array([0, 1]), "lbfgs", 5000) is None
+    assert _choice(np.array([0, 1]), 5000) == NONE
 
 
 def test_auto_cross_validates_where_every_row_is_a_landmark():
     y = np.repeat([0, 1], [60, 40])
-    assert resolve_validation_fraction("auto", y, "lbfgs", 1500) == 5
-    assert resolve_validation_fraction("auto", y, "lbfgs", 4096) == 5
-    assert resolve_validation_fraction("auto", y, "lbfgs", 4097) == 0.2
-    assert resolve_validation_fraction("auto", y, "sgd", 1500) is None
-    assert resolve_validation_fraction("auto", y, "lbfgs", 1500, True) is None
+    assert _choice(y, 1500) == ("cv", 5)
+    assert _choice(y, 4096) == ("cv", 5)
+    assert _choice(y, 4096, cv=3) == ("cv", 3)
+    assert _choice(y, 4097) == ("holdout", 0.2)
+    assert _choice(y, 1500, solver="sgd") == NONE
+    assert _choice(y, 1500, distributed=True) == NONE
     # five folds need five labels of every class
-    assert resolve_validation_fraction("auto", y[:64], "lbfgs", 1500) is None
+    assert _choice(y[:64], 1500) == NONE
     # one-vs-rest too (without the ramp_cccp candidate)
     three = np.repeat([0, 1, 2], 40)
-    assert resolve_validation_fraction("auto", three, "lbfgs", 1500) == 5
-    assert resolve_validation_fraction("auto", three[36:], "lbfgs", 1500) is None
-    assert resolve_validation_fraction(3, y[:64], "lbfgs", 1500) == 3
+    assert _choice(three, 1500) == ("cv", 5)
+    assert _choice(three[36:], 1500) == NONE
+    assert _choice(y[:64], 1500, "cv", cv=3) == ("cv", 3)
     with pytest.raises(ValueError, match="at least 5 labels"):
-        resolve_validation_fraction(5, y[:64], "lbfgs", 1500)
-    with pytest.raises(ValueError, match="lbfgs"):
-        resolve_validation_fraction(5, y, "sgd", 1500)
+        _choice(y[:64], 1500, "cv")
+    for selection in ("cv", "holdout"):
+        with pytest.raises(ValueError, match=f'selection="{selection}" needs solver'):
+            _choice(y, 1500, selection, solver="sgd")
+
+
+@pytest.mark.parametrize("old, new", [
+    (None, dict(selection=None)),
+    (3, dict(selection="cv", cv=3)),
+])
+def test_the_former_validation_fractions_are_deprecated_for_their_names(old, new):
+    """validation_fraction=k (folds) and None (no choice) still run, with a
+    FutureWarning naming the new spelling, and fit the same model."""
+    X, y, _ = two_gaussians(n=300, d=5, n_labeled=40, seed=8)
+    kw = dict(C=1.0, max_features=32, random_state=0)
+    with pytest.warns(FutureWarning, match="validation_fraction=.* is deprecated"):
+        a = TSGS3VM(validation_fraction=old, **kw).fit(X, y)
+    b = TSGS3VM(**new, **kw).fit(X, y)
+    assert (a.selection_, a.n_folds_) == (b.selection_, b.n_folds_)
+    assert a.decision_function(X).tobytes() == b.decision_function(X).tobytes()
 
 
 @pytest.mark.parametrize("kernel, eta0", [("rbf", 1.0), ("laplacian", 3.0)])
@@ -982,7 +1012,7 @@ def test_the_candidates_are_scored_on_the_largest_held_level(monkeypatch,
     monkeypatch.setattr(mod, "_held_out_errors", spy_score)
     X, y, _ = two_gaussians(n=6000, d=5, n_labeled=200, seed=8)
     assert len(_dsg.primal_levels([140, 5800, 60], 0, opts=opts)) == 2
-    TSGS3VM(validation_fraction=0.3, C=10, max_features=128,
+    TSGS3VM(selection="holdout", validation_fraction=0.3, C=10, max_features=128,
             random_state=0, solver_options=opts).fit(X, y)
     # the choice's fit, then the refit (levels, no scores)
     last = len(events) - events[::-1].index("score")
@@ -1010,10 +1040,10 @@ def test_the_default_leaves_the_rule_where_it_falls_to_chance_on_g241n():
     y = np.where(r.y > 0, 1, 0)
     X = np.vstack([r.X[L], r.X[U]])
     ys = np.r_[y[L], np.full(len(U), -1)]
-    rule = TSGS3VM(C=10, validation_fraction=None, random_state=0).fit(X, ys)
+    rule = TSGS3VM(C=10, selection=None, random_state=0).fit(X, ys)
     cv = TSGS3VM(C=10, random_state=0).fit(X, ys)
     err = lambda m: np.mean(m.predict(r.X[U]) != y[U])  # noqa: E731
-    assert cv.validation_fraction_ == 5
+    assert (cv.selection_, cv.n_folds_, cv.validation_fraction_) == ("cv", 5, None)
     assert err(rule) > 0.4
     assert err(cv) < 0.3
     assert (cv.unlabeled_loss_, cv.C_star_) != ("da", rule.C_star_)

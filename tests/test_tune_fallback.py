@@ -61,15 +61,15 @@ def test_c_star_scale_zero_builds_the_supervised_machine():
 
 
 def test_the_study_chooses_c_star_so_the_estimator_does_not():
-    """The S3VMs' own cross-validated choice (validation_fraction="auto" on
+    """The S3VMs' own cross-validated choice (selection="auto" on
     small sets) would nest a second choice of C* in every trial: the
     catalogue turns it off unless models.fixed asks for it."""
     ctx = FitContext(n_labeled=20, n_unlabeled=80, seed=0, prior=0.5,
                      callback=None, callback_every=1, sigma_scale=1.0)
     p = {"C": 3.0, "c_star_scale": 1.0, "sigma_rel": 1.0}
     for name in ("tsgs3vm", "frs3vm", "tsgs3vm_sgd"):
-        assert build(name, p, {}, ctx).validation_fraction is None
-    assert build("tsgs3vm", p, {"validation_fraction": 3}, ctx).validation_fraction == 3
+        assert build(name, p, {}, ctx).selection is None
+    assert build("tsgs3vm", p, {"selection": "cv"}, ctx).selection == "cv"
 
 
 @pytest.mark.parametrize("n_labeled, cv_max_labeled", [(30, 100), (60, 0)])

@@ -39,9 +39,9 @@ thread::
         nice -n 10 .venv/bin/python tools/profile_default_fit.py \\
         --n-unlabeled 2000 [--cv | --rule] [--cprofile] [--out FILE]
 
-``--cv`` (the default) keeps the estimator's ``validation_fraction="auto"``
+``--cv`` (the default) keeps the estimator's ``selection="auto"``
 (at <= 4 096 rows: 5-fold cross-validation of C* and the loss); ``--rule``
-sets ``validation_fraction=None`` (paper 004's C* rule, one fit).
+sets ``selection=None`` (paper 004's C* rule, one fit).
 ``--cprofile`` also runs the fit under cProfile and keeps its top functions
 (by own time) in the result; its overhead is in that fit's seconds. The
 result, ``tools/results/profile_default_fit_U<U>[_rule].json`` by
@@ -470,7 +470,7 @@ def _capped(rec: dict) -> int:
 
 def _label(rec: dict) -> str:
     p = rec["protocol"]
-    rule = "validation_fraction=None" in p["estimator"]
+    rule = "selection=None" in p["estimator"]
     return f"U = {p['n_unlabeled']} ({'rule' if rule else 'default'})"
 
 
@@ -581,9 +581,9 @@ def main(argv=None) -> dict:
                     help="the labeled draw (scale_accuracy.py's seed)")
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--cv", dest="rule", action="store_false",
-                      help='validation_fraction="auto" (the default)')
+                      help='selection="auto" (the default)')
     mode.add_argument("--rule", dest="rule", action="store_true",
-                      help="validation_fraction=None (paper 004's C* rule)")
+                      help="selection=None (paper 004's C* rule)")
     ap.set_defaults(rule=False)
     ap.add_argument("--cprofile", action="store_true",
                     help="run the fit under cProfile too (its top functions)")
@@ -614,7 +614,7 @@ def main(argv=None) -> dict:
     info = machine()
     X, y, Xt, yt = mnist_rows(a.n_unlabeled, a.n_labeled, a.seed)
     n, d = X.shape
-    kw = {"validation_fraction": None} if a.rule else {}
+    kw = {"selection": None} if a.rule else {}
     # warm-up on 300 rows with the same settings: the numba kernels compiled
     # (or loaded from NUMBA_CACHE_DIR) before the timed fit
     lab = np.flatnonzero(y >= 0)[:200]
@@ -634,10 +634,12 @@ def main(argv=None) -> dict:
         protocol={"dataset": "mnist", "n_labeled": a.n_labeled,
                   "n_unlabeled": a.n_unlabeled, "seed": a.seed,
                   "estimator": f"TSGS3VM(sigma={SIGMA}, C={C}, random_state=0"
-                               + (", validation_fraction=None)" if a.rule else ")")},
+                               + (", selection=None)" if a.rule else ")")},
         fitted={"C_star_": float(est.C_star_),
                 "lbfgs_max_iter": _max_iter(est),
+                "selection_": est.selection_,
                 "validation_fraction_": est.validation_fraction_,
+                "n_folds_": est.n_folds_,
                 "unlabeled_loss_": est.unlabeled_loss_,
                 "n_iter_": int(est.n_iter_),
                 "validation_errors_": np.asarray(

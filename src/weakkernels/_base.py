@@ -28,6 +28,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from weakkernels._artifact import ArtifactMixin
+from weakkernels._constraints import LAM
 from weakkernels._dask import dask_inputs, is_dask_collection, map_rows
 from weakkernels._dsg import (
     BASIS_CONSTRAINTS,
@@ -57,7 +58,7 @@ from weakkernels.random_features import NystromSpec, seed_from_random_state
 SHARED_CONSTRAINTS = {
     **EXPANSION_CONSTRAINTS,  # block_size, max_features
     # the weight of lam/2 ||f||_H^2 (TSGSU, QSG-S2AUC)
-    "lam": [Interval(Real, 0, None, closed="neither")],
+    "lam": LAM,
     # solver="sgd": passes over the unlabeled rows (the S3VMs, QSG-S2AUC)
     "n_passes": [Interval(Real, 0, None, closed="neither")],
 }

@@ -31,7 +31,7 @@ from weakkernels._artifact import (
     stored_sigma,
 )
 from weakkernels._calibration import fit_platt, platt_proba
-from weakkernels._constraints import KERNEL_CONSTRAINTS, N_JOBS, SIGMA_OR_SCALE
+from weakkernels._constraints import KERNEL_CONSTRAINTS, N_JOBS, SIGMA_OR_SCALE, TOL, C
 from weakkernels._smo import (
     STATUS_MAX_ITER,
     KernelProblem,
@@ -214,8 +214,8 @@ _COMMON_CONSTRAINTS = {
     # The exact polynomial kernel takes any real coef0 (as SVC does); the
     # random-feature kernels need coef0 >= 0.
     "coef0": [Interval(Real, None, None, closed="neither")],
-    "C": [Interval(Real, 0, None, closed="neither")],
-    "tol": [Interval(Real, 0, None, closed="neither")],
+    "C": C,
+    "tol": TOL,
     "cache_size": [Interval(Real, 0, None, closed="neither"), None],
     "cache_dtype": [StrOptions({"float64", "float32"})],
     "max_iter": [Interval(Integral, -1, None, closed="left"), None],

@@ -46,6 +46,23 @@ RANDOM_FEATURE_CONSTRAINTS = {
     "random_state": ["random_state"],
 }
 
+# Parameters several estimators take with the same meaning and range, each
+# declared once: an estimator names them in its ``_parameter_constraints``
+# (tests/test_parameter_constraints.py checks that no two estimators hold two
+# copies of one constraint).
+RANDOM_STATE = RANDOM_FEATURE_CONSTRAINTS["random_state"]
+C = [Interval(Real, 0, None, closed="neither")]  # the labeled term's weight
+C_STAR = [Interval(Real, 0, None, closed="left"), None]  # None: C L / U
+TOL = [Interval(Real, 0, None, closed="neither")]  # a stopping tolerance
+RAMP_S = [Interval(Real, None, 1, closed="neither")]  # ramp loss R_s = H_1 - H_s
+LAM = [Interval(Real, 0, None, closed="neither")]  # lam/2 ||f||_H^2
+CLASS_PRIOR = [Interval(Real, 0, 1, closed="neither"), None]  # None: estimated
+AUC_GAMMA = [Interval(Real, 0, 1, closed="both")]  # S2AUC's PU/NU mixing weight
+BATCH_SIZE = [Interval(Integral, 1, None, closed="left")]
+BLOCK_SIZE = [Interval(Integral, 1, None, closed="left")]  # features per block
+ETA0 = [Interval(Real, 0, None, closed="neither")]  # the first step size
+N_CENTERS = [Interval(Integral, 1, None, closed="left"), None]  # kernel centres
+
 # Threads (scikit-learn's n_jobs: None is one, -1 every core, -2 all but one);
 # 0 means nothing and is refused.
 N_JOBS = [

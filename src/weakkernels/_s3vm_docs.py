@@ -76,7 +76,7 @@ default="auto"
         hinge, as the papers do, or ``"constant"``.
     eta0 : float, default=1.0
     balance : {"auto", "clipped", "mean", "supervised", "quantile", "none"} \
-or bool, default="auto"
+default="auto"
         Balancing constraint on the bias (see :func:`balancing_bias`).
         ``"auto"``: ``"clipped"`` for a binary problem, ``"mean"`` for
         one-vs-rest (see ``unlabeled_loss``); the value used is ``balance_``.
@@ -90,7 +90,7 @@ or bool, default="auto"
         small outputs it is ``"mean"``; with saturated ones it fixes the class
         fraction, so it does not pull the bias on imbalanced sets as ``"mean"``
         does (docs/fidelity.md, paper 000's departures).
-        ``"mean"`` (or True) is paper 004 Eq. (1.13), ``mean_U f = mean_L y``;
+        ``"mean"`` is paper 004 Eq. (1.13), ``mean_U f = mean_L y``;
         with ``solver="lbfgs"`` it holds exactly (features centred on the
         unlabeled rows); it assumes ``|f| ~ 1``. ``"quantile"`` fixes the
         fraction of unlabeled points predicted positive to the labeled one
@@ -99,52 +99,56 @@ or bool, default="auto"
         ``mean_U f`` where the supervised first stage put it (it collapses
         with that machine at small C). ``"none"``: no constraint
         (``solver="lbfgs"`` then learns a free bias, ``solver="sgd"`` has
-        none, as printed).
+        none, as printed). True and False, the names' former aliases, are
+        deprecated (a FutureWarning) and are removed in 0.3.
     anneal : float in [0, 1), default=0.5
         Raise C* from 0, as S3VMlight and nabla-TSVM anneal the unlabeled
         weight: the labeled points first place the boundary that the
         non-convex unlabeled loss then refines. ``solver="sgd"``: linearly over
         this fraction of the steps; ``solver="lbfgs"``: any value > 0 solves
         the C*-fractions 0, .1, 1 in turn, each from the previous solution
-        (on to 3 and 10 with ``validation_fraction``).
-    validation_fraction : float in (0, 1), int >= 2, "auto" or None, \
-default="auto"
+        (on to 3 and 10 with ``selection``).
+    selection : {"auto", "holdout", "cv"} or None, default="auto"
         ``solver="lbfgs"``: choose C* as paper 004 does, on labeled
-        validation rows. This fraction of the labels (seeded, stratified) is
-        held out while the C* multiples 0, .1, 1, 3, 10 (0 and 1 with
-        ``anneal=0``) are fitted (an annealing path on the first sample
-        level, then each candidate
-        warm-started on every larger sample whose features are held:
-        :data:`weakkernels._dsg.SELECT_STAGES`); the one kept is the
-        supervised machine (C* = 0) unless another makes fewer errors on the
-        held-out rows by more than one standard error of the paired
-        difference (:func:`weakkernels._dsg.one_se_stage`). The machine
-        returned is then the fit on every label at that C*, bit for bit the
-        one ``C_star=C_star_, validation_fraction=None`` gives (the choice
-        costs about five fits up to the largest held level -- the whole fit
-        below ``SolverOptions.held_feature_bytes`` of features -- and one
-        more). ``C_star_`` is the C* kept,
-        ``validation_errors_`` each stage's (C*, held-out error). An int
-        ``k >= 2``: ``k``-fold cross-validation over the labels (stratified,
-        seeded) instead of one held-out part, for labels too few to spare:
-        the candidates are fitted without each fold, scored on it, and their
-        errors pooled over the folds (every label scored once) decide by the
-        one-SE rule against the given C* (not C* = 0: a few labels do not
-        resolve a gain of the unlabeled term, they do resolve a collapse;
-        :func:`weakkernels._dsg.one_se_stage`); with
-        ``unlabeled_loss="auto"`` on a binary problem ``"ramp_cccp"`` at the
-        given C* is one more candidate (``unlabeled_loss_`` says which loss
-        was kept, ``validation_losses_`` each candidate's). It costs about
-        ``k`` fits of every candidate, and one more. None: C* as given
-        (paper 004's rule by default). ``"auto"``: 0.1 from
-        :data:`AUTO_VALIDATION_MIN_LABELS` (10 000) labels on; below, 5 folds
-        where the problem has at most :data:`AUTO_CV_MAX_ROWS` (4 096) rows
-        and 5 labels of each class, a NumPy input and ``C_star > 0``
-        (where the rule falls to chance on small problems, this follows
-        CCCP-TSVM); between the two, :data:`AUTO_HELD_FRACTION` (0.2) of
-        the labels held out against the supervised machine; None (paper
-        004's rule) only where the labels cannot be split (what was used is
-        ``validation_fraction_``).
+        validation rows, among the multiples 0, .1, 1, 3, 10 of the given C*
+        (0 and 1 with ``anneal=0``; :data:`weakkernels._selection.
+        SELECT_STAGES`), fitted as one annealing path, each candidate
+        warm-started from the last. ``"holdout"``: a seeded, stratified
+        ``validation_fraction`` of the labels is held out while the
+        candidates are fitted (carried to every larger sample level whose
+        features are held); the one kept is the supervised machine (C* = 0)
+        unless another makes fewer errors on the held-out rows by more than
+        one standard error of the paired difference
+        (:func:`weakkernels._selection.one_se_stage`). ``"cv"``: ``cv``-fold
+        cross-validation over the labels (stratified, seeded), for labels too
+        few to spare: the candidates' errors pooled over the folds (every
+        label scored once) decide by the one-SE rule against the given C*
+        (not C* = 0: a few labels resolve a collapse of the rule, not the
+        smaller gain of the unlabeled term); with ``unlabeled_loss="auto"``
+        on a binary problem ``"ramp_cccp"`` at the given C* is one more
+        candidate (``unlabeled_loss_`` says which loss was kept). Either way
+        the machine returned is the fit on every label at the C* kept, bit
+        for bit the one ``C_star=C_star_, selection=None`` gives. None: C* as
+        given (paper 004's rule by default). ``"auto"`` picks by the
+        problem's size (:func:`weakkernels._selection.resolve_selection`):
+        ``"holdout"`` from :data:`~weakkernels._selection.
+        AUTO_VALIDATION_MIN_LABELS` labels on; ``"cv"`` on a NumPy input of
+        at most :data:`~weakkernels._selection.AUTO_CV_MAX_ROWS` rows with
+        ``cv`` labels of each class; ``"holdout"`` between the two; None only
+        where the labels cannot be split or ``C_star=0``. What ran is
+        ``selection_``. A separate ``*CV`` estimator would refit every
+        candidate from scratch; inside the fit they share the features and
+        the warm starts.
+    validation_fraction : float in (0, 1) or "auto", default="auto"
+        The fraction of the labels ``selection="holdout"`` holds out (as
+        scikit-learn's ``early_stopping`` estimators). ``"auto"``:
+        :data:`~weakkernels._selection.AUTO_VALIDATION_FRACTION` from
+        ``AUTO_VALIDATION_MIN_LABELS`` labels on, else
+        :data:`~weakkernels._selection.AUTO_HELD_FRACTION`. Deprecated
+        (a FutureWarning; removed in 0.3): an int ``k`` for
+        ``selection="cv", cv=k`` and None for ``selection=None``.
+    cv : int >= 2, default=5
+        The folds of ``selection="cv"``.
     features : {"auto", "fourier", "nystroem"}
         The basis of the fixed expansion (TSGS3VM's default ``"auto"``,
         FRS3VM's ``"fourier"``: the paper's fixed-feature baseline).
@@ -180,9 +184,12 @@ _ATTRIBUTES_DOC = """classes_ : ndarray, the real classes (never -1).
     intercept_ : ndarray (n_outputs,)
     spec_ : FeatureSpec, the seeds and layout that regenerate the features.
     C_star_, sigma_, unlabeled_loss_, balance_ : the values used (resolved
-        defaults; ``C_star_`` the one kept with ``validation_fraction``).
-    validation_errors_ : ndarray (n_candidates, 2), with
-        ``validation_fraction`` only: each candidate's C* and error on the
+        defaults; ``C_star_`` the one kept by ``selection``).
+    selection_ : "holdout", "cv" or None, how C* was chosen;
+        ``validation_fraction_`` the fraction held out, ``n_folds_`` the
+        folds (None where they did not apply).
+    validation_errors_ : ndarray (n_candidates, 2), with a
+        ``selection_`` only: each candidate's C* and error on the
         held-out labels (pooled over the folds with cross-validation).
     validation_losses_ : tuple of str, each candidate's unlabeled loss.
     features_ : str, the basis used ("nystroem" or "fourier").

@@ -9,6 +9,10 @@ the stochastic solver.
 
 from __future__ import annotations
 
+import math
+import warnings
+from numbers import Integral
+
 import numpy as np
 
 # The C* candidates of a held-out or cross-validated choice, as multiples of
@@ -71,3 +75,124 @@ def one_se_stage(errors, ref: int = 0) -> int:
         if j != ref and one_se_better(errors[j], errors[ref])[0] and err < best_err:
             best, best_err = j, err
     return best
+
+
+# The estimators' ``selection="auto"`` (TSGS3VM, FRS3VM), by the size of the
+# problem, as HistGradientBoosting's ``early_stopping="auto"`` validates from
+# 10 000 samples on (docs/benchmarks/design_notes.md, "The estimators'
+# defaults"; docs/benchmarks/solvers.md, "Model selection"):
+# - from this many labels, hold out AUTO_VALIDATION_FRACTION of them: a tenth
+#   of the labels resolves the differences the C* candidates make;
+AUTO_VALIDATION_MIN_LABELS = 10_000
+AUTO_VALIDATION_FRACTION = 0.1
+# - on a problem of at most this many rows (every row a Nystrom landmark: the
+#   exact kernel machine, a fit of seconds), ``cv`` folds of cross-validation
+#   over the labels, with ramp_cccp one more candidate for the binary default
+#   loss: where the rule falls to chance on small problems, the choice does
+#   not; not above this size, where the k + 1 fits would cost minutes;
+AUTO_CV_MAX_ROWS = 4096
+# - between the two, hold out this fraction of the labels: the C* candidates
+#   fitted without them face the supervised machine (C* = 0) there by the
+#   one-SE rule, so no size runs the rule unchecked.
+AUTO_HELD_FRACTION = 0.2
+SELECTIONS = ("auto", "holdout", "cv")
+
+
+def _deprecated_validation_fraction(selection, validation_fraction, cv):
+    """``(selection, validation_fraction, cv)`` with the former meanings of
+    ``validation_fraction`` -- an int for k folds, None for no choice --
+    named (a FutureWarning says how; removed in 0.3)."""
+    if validation_fraction is None:
+        new, selection = "selection=None", None
+    elif isinstance(validation_fraction, Integral):
+        new, selection = f'selection="cv", cv={validation_fraction}', "cv"
+        cv = int(validation_fraction)
+    else:
+        return selection, validation_fraction, cv
+    warnings.warn(f"validation_fraction={validation_fraction} is deprecated and "
+                  f"will be removed in 0.3: pass {new}.", FutureWarning,
+                  stacklevel=5)
+    return selection, "auto", cv
+
+
+def _holdout_fraction(value, y_labeled, counts):
+    """The fraction ``selection="holdout"`` holds out, checked: both parts
+    need a label of every class (``train_test_split``'s rounding)."""
+    if value == "auto":
+        value = (AUTO_VALIDATION_FRACTION
+                 if y_labeled.size >= AUTO_VALIDATION_MIN_LABELS
+                 else AUTO_HELD_FRACTION)
+    held = math.ceil(float(value) * y_labeled.size)
+    if counts.min() < 2:
+        raise ValueError(
+            f'selection="holdout" needs at least 2 labels of every class (one '
+            f"on each side); the fewest are {counts.min()}: pass "
+            "selection=None.")
+    if held < counts.size or y_labeled.size - held < counts.size:
+        raise ValueError(
+            f"validation_fraction={value} holds out {held} of the "
+            f"{y_labeled.size} labels; both parts need at least one label "
+            f"of each of the {counts.size} classes: pass a fraction in "
+            f"[{counts.size / y_labeled.size:.3g}, "
+            f"{1 - counts.size / y_labeled.size:.3g}], selection=\"cv\" "
+            "or selection=None.")
+    return float(value)
+
+
+def resolve_selection(selection, validation_fraction, cv, y_labeled, solver: str,
+                      n_rows: int, distributed: bool = False):
+    """How an S3VM chooses C* on this fit: ``("holdout", fraction)``,
+    ``("cv", folds)`` or ``(None, None)`` (C* as given).
+
+    ``selection`` is the estimator's switch (``"auto"``, ``"holdout"``,
+    ``"cv"`` or None), ``validation_fraction`` the held-out fraction (or
+    ``"auto"``), ``cv`` the folds; ``y_labeled`` the labels, ``n_rows``
+    labeled + unlabeled rows, ``distributed`` a Dask input (no
+    cross-validation by ``"auto"``). An explicit choice the labels cannot
+    carry is an error; ``"auto"`` falls back to none instead.
+
+    Examples
+    --------
+    >>> y = np.repeat([0, 1], 50)
+    >>> resolve_selection("auto", "auto", 5, y, "lbfgs", n_rows=1000)
+    ('cv', 5)
+    >>> resolve_selection("auto", "auto", 5, y, "lbfgs", n_rows=20_000)
+    ('holdout', 0.2)
+    >>> resolve_selection(None, "auto", 5, y, "lbfgs", n_rows=1000)
+    (None, None)
+    """
+    selection, validation_fraction, cv = _deprecated_validation_fraction(
+        selection, validation_fraction, cv)
+    if selection is None:
+        return None, None
+    y_labeled = np.asarray(y_labeled)
+    counts = np.unique(y_labeled, return_counts=True)[1]
+    if selection != "auto":
+        if solver != "lbfgs":
+            raise ValueError(f'selection="{selection}" needs solver="lbfgs" (it '
+                             "chooses among the annealing stages of the L-BFGS "
+                             "solver).")
+        if selection == "holdout":
+            return "holdout", _holdout_fraction(validation_fraction, y_labeled,
+                                                counts)
+        if counts.min() < cv:
+            raise ValueError(
+                f"cv={cv} folds need at least {cv} labels of every class; "
+                f"the fewest are {counts.min()}.")
+        return "cv", int(cv)
+    if solver != "lbfgs":
+        return None, None
+    if y_labeled.size >= AUTO_VALIDATION_MIN_LABELS:
+        frac = (AUTO_VALIDATION_FRACTION if validation_fraction == "auto"
+                else float(validation_fraction))
+        return ("holdout", frac) if counts.min() * frac >= 1 else (None, None)
+    if n_rows <= AUTO_CV_MAX_ROWS:
+        return (("cv", int(cv)) if not distributed and counts.min() >= cv
+                else (None, None))
+    # a held-out part needs a label of every class on both sides
+    frac = (AUTO_HELD_FRACTION if validation_fraction == "auto"
+            else float(validation_fraction))
+    held = math.ceil(frac * y_labeled.size)
+    if counts.min() >= 2 and counts.size <= held <= y_labeled.size - counts.size:
+        return "holdout", frac
+    return None, None

@@ -40,6 +40,7 @@ from weakkernels._cccp import (
     _on_one_blas_thread,
     _solve_problems,
 )
+from weakkernels._constraints import C_STAR, RAMP_S, RANDOM_STATE
 from weakkernels._plan import check_plan, plan_kernel_fit
 from weakkernels._selection import c_star_rule
 from weakkernels._validation import (
@@ -174,9 +175,9 @@ class RampSVM(_CCCPBase):
 
     _parameter_constraints: dict = {
         **_COMMON_CONSTRAINTS,
-        "s": [Interval(Real, None, 1, closed="neither")],
+        "s": RAMP_S,
         "init_fraction": [Interval(Real, 0, 1, closed="right"), None],
-        "random_state": ["random_state"],
+        "random_state": RANDOM_STATE,
     }
 
     def __init__(
@@ -416,7 +417,8 @@ class CCCPTSVM(_CCCPBase):
 
     _parameter_constraints: dict = {
         **_COMMON_CONSTRAINTS,
-        "C_star": [Interval(Real, 0, None, closed="left"), None],
+        "C_star": C_STAR,
+        # the symmetric ramp of the unlabeled loss: s in (-1, 0], not RAMP_S
         "s": [Interval(Real, -1, 0, closed="right")],
         "balance": ["boolean"],
         "init": [StrOptions({"labeled", "balanced"})],

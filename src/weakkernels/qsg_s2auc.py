@@ -49,6 +49,7 @@ from sklearn.utils._param_validation import Interval
 from weakkernels._artifact import register
 from weakkernels._base import FitData, RandomFeatureClassifier
 from weakkernels._calibration import fit_platt, platt_proba
+from weakkernels._constraints import AUC_GAMMA, CLASS_PRIOR
 from weakkernels._dask import is_dask_collection, map_rows
 from weakkernels._dsg import (
     FunctionalModel,
@@ -459,8 +460,8 @@ class QSGS2AUC(_AUCRankerMixin, RandomFeatureClassifier):
 
     _parameter_constraints = RandomFeatureClassifier.constraints(
         "block_size", "max_features", "lam", "n_passes",
-        gamma=[Interval(Real, 0, 1, closed="both")],
-        prior=[Interval(Real, 0, 1, closed="neither"), None],
+        gamma=AUC_GAMMA,
+        prior=CLASS_PRIOR,
         min_iter=[Interval(Integral, 1, None, closed="left")],
         t0=[Interval(Real, 0, None, closed="left")],
     )

@@ -39,7 +39,7 @@ from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
 
-from weakkernels._constraints import RANDOM_FEATURE_CONSTRAINTS
+from weakkernels._constraints import BLOCK_SIZE, RANDOM_FEATURE_CONSTRAINTS
 from weakkernels._feature_kernels import _2PI_HI_F as _2PI_HI_F
 from weakkernels._feature_kernels import _2PI_LO_F as _2PI_LO_F
 from weakkernels._feature_kernels import _CHUNK_FREQUENCIES as _CHUNK_FREQUENCIES
@@ -655,7 +655,7 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
     _parameter_constraints = {
         **RANDOM_FEATURE_CONSTRAINTS,
         "n_components": [Interval(Integral, 1, None, closed="left")],
-        "block_size": [Interval(Integral, 1, None, closed="left")],
+        "block_size": BLOCK_SIZE,
     }
 
     def __init__(self, *, kernel="rbf", sigma=1.0, degree=2, coef0=1.0,

@@ -25,6 +25,7 @@ algorithm exactly as printed.
 from __future__ import annotations
 
 import math
+import warnings
 from functools import partial
 from numbers import Integral, Real
 
@@ -35,6 +36,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from weakkernels._artifact import register
 from weakkernels._base import FitData, RandomFeatureClassifier
 from weakkernels._calibration import fit_platt, platt_proba
+from weakkernels._constraints import C_STAR, RAMP_S, C
 from weakkernels._dask import is_dask_collection, map_rows
 from weakkernels._dsg import (
     SCHEDULES,
@@ -67,7 +69,12 @@ from weakkernels._s3vm_losses import (
 
 # public here as before the split (tests, docs/fidelity.md)
 from weakkernels._s3vm_losses import hinge_grad as hinge_grad
-from weakkernels._selection import c_star_rule, one_se_stage
+from weakkernels._selection import (
+    SELECTIONS,
+    c_star_rule,
+    one_se_stage,
+    resolve_selection,
+)
 from weakkernels._validation import (
     LabeledScoreMixin,
     check_fitted_model,
@@ -87,94 +94,36 @@ def _held_out_errors(Y: np.ndarray, f: np.ndarray, rows) -> np.ndarray:
     return (np.argmax(f, axis=1) != np.argmax(Y, axis=1)).astype(np.float64)
 
 
-# validation_fraction="auto": hold out this fraction of the labels to choose
-# C* (paper 004's validation set) when there are at least this many labels,
-# as HistGradientBoosting's early_stopping="auto" validates from 10 000
-# samples on: from there a tenth of the labels resolves the differences the
-# C* stages make, below it the labels are too few to spare
-# (docs/benchmarks/design_notes.md, "The estimators' defaults").
-AUTO_VALIDATION_MIN_LABELS = 10_000
-AUTO_VALIDATION_FRACTION = 0.1
-# Below that, on a problem of at most this many rows (every row a Nystrom
-# landmark: the exact kernel machine, a fit of seconds), "auto" chooses by
-# this many folds of cross-validation over the labels instead, with ramp_cccp
-# one more candidate for the binary default loss: where the rule falls to
-# chance on small problems (SSL-book g241n), the choice does not. Not above
-# this size, where the k + 1 fits would cost minutes (docs/benchmarks/design_notes.md,
-# "The estimators' defaults").
-AUTO_CV_MAX_ROWS = 4096
-AUTO_CV_FOLDS = 5
-# Between the two, "auto" holds out this fraction of the labels: the C*
-# candidates fitted without them face the supervised machine (C* = 0) there
-# by the one-SE rule, so no size runs the rule unchecked
-# (docs/benchmarks/solvers.md, "Model selection").
-AUTO_HELD_FRACTION = 0.2
-
-
-def resolve_validation_fraction(value, y_labeled: np.ndarray, solver: str,
-                                n_rows: int, distributed: bool = False):
-    """What ``validation_fraction`` does on this fit: a fraction of the labels
-    to hold out (float), a number of cross-validation folds (int) or nothing
-    (None). ``n_rows``: labeled + unlabeled rows; ``distributed``: a Dask
-    input (no cross-validation by default)."""
-    if value is None:
-        return None
-    counts = np.unique(y_labeled, return_counts=True)[1]
-    if value != "auto":
-        if solver != "lbfgs":
-            raise ValueError('validation_fraction needs solver="lbfgs" (it chooses '
-                             "among the annealing stages of the L-BFGS solver).")
-        if isinstance(value, Integral):
-            if counts.min() < value:
-                raise ValueError(
-                    f"validation_fraction={value} folds need at least {value} "
-                    f"labels of every class; the fewest are {counts.min()}.")
-            return int(value)
-        held = math.ceil(float(value) * y_labeled.size)  # train_test_split's
-        if counts.min() < 2:
-            raise ValueError(
-                f"validation_fraction={value} needs at least 2 labels of every "
-                f"class (one on each side); the fewest are {counts.min()}: "
-                "pass validation_fraction=None.")
-        if held < counts.size or y_labeled.size - held < counts.size:
-            raise ValueError(
-                f"validation_fraction={value} holds out {held} of the "
-                f"{y_labeled.size} labels; both parts need at least one label "
-                f"of each of the {counts.size} classes: pass a fraction in "
-                f"[{counts.size / y_labeled.size:.3g}, "
-                f"{1 - counts.size / y_labeled.size:.3g}], a number of folds "
-                "(an int) or None.")
-        return float(value)
-    if solver != "lbfgs":
-        return None
-    if y_labeled.size >= AUTO_VALIDATION_MIN_LABELS:
-        return (AUTO_VALIDATION_FRACTION
-                if counts.min() * AUTO_VALIDATION_FRACTION >= 1 else None)
-    if n_rows <= AUTO_CV_MAX_ROWS:
-        return (AUTO_CV_FOLDS if not distributed and counts.min() >= AUTO_CV_FOLDS
-                else None)
-    # a held-out part needs a label of every class on both sides
-    held = math.ceil(AUTO_HELD_FRACTION * y_labeled.size)
-    if counts.min() >= 2 and counts.size <= held <= y_labeled.size - counts.size:
-        return AUTO_HELD_FRACTION
-    return None
+def _balance_name(balance):
+    """``balance`` with the deprecated booleans named: True is ``"mean"``,
+    False ``"none"`` (a FutureWarning says so; removed in 0.3)."""
+    if not isinstance(balance, (bool, np.bool_)):
+        return balance
+    name = "mean" if balance else "none"
+    warnings.warn(f'balance={bool(balance)} is deprecated and will be removed in '
+                  f'0.3: pass balance="{name}", its name.', FutureWarning,
+                  stacklevel=4)
+    return name
 
 
 # the S3VMs' own parameters (the shared ones: weakkernels._base)
 _S3VM_CONSTRAINTS = {
-    "C": [Interval(Real, 0, None, closed="neither")],
-    "C_star": [Interval(Real, 0, None, closed="left"), None],
+    "C": C,
+    "C_star": C_STAR,
     "loss": [StrOptions(set(LABELED_LOSSES))],
     "unlabeled_loss": [StrOptions({*UNLABELED_LOSSES, "auto"})],
-    "s": [Interval(Real, None, 1, closed="neither")],
+    "s": RAMP_S,
     "learning_rate": [StrOptions(set(SCHEDULES))],
     "balance": [StrOptions({"auto", "mean", "quantile", "none", "supervised",
                             "clipped"}),
                     "boolean"],
     "anneal": [Interval(Real, 0, 1, closed="left")],
+    "selection": [StrOptions(set(SELECTIONS)), None],
+    # an int (folds) and None (no choice): deprecated, see resolve_selection
     "validation_fraction": [Interval(Real, 0, 1, closed="neither"),
                             Interval(Integral, 2, None, closed="left"),
                             StrOptions({"auto"}), None],
+    "cv": [Interval(Integral, 2, None, closed="left")],
 }
 
 
@@ -218,7 +167,7 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
         # Balancing constraint (paper 004 Eq. 1.13): mean f on U = mean y on L.
         data.r = data.Y.mean(axis=0)
         self.unlabeled_loss_ = resolve_auto("unlabeled_loss", self.unlabeled_loss, K)
-        self.balance_ = resolve_auto("balance", self.balance, K)
+        self.balance_ = resolve_auto("balance", _balance_name(self.balance), K)
         n_l, n_u = data.set_sizes
         # Paper 004's rule C* = C L / U (per-point weights): the unlabeled term
         # as a whole weighs as much as the labeled one.
@@ -226,9 +175,12 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
                   else float(self.C_star))
         self.C_star_ = C_star
         # (C* = 0 leaves nothing to choose: every candidate is a multiple)
-        self.validation_fraction_ = resolve_validation_fraction(
-            self.validation_fraction, yl, self.solver, data.X.shape[0],
-            hasattr(data.X, "primal_set")) if C_star > 0 else None
+        self.selection_, value = resolve_selection(
+            self.selection, self.validation_fraction, self.cv, yl, self.solver,
+            data.X.shape[0], hasattr(data.X, "primal_set")) if C_star > 0 \
+            else (None, None)
+        self.validation_fraction_ = value if self.selection_ == "holdout" else None
+        self.n_folds_ = value if self.selection_ == "cv" else None
 
     def _check_s3vm_params(self, data: FitData) -> None:
         """Refuse the parameter combinations the solver cannot run."""
@@ -260,19 +212,18 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
         self._check_s3vm_params(data)
         n_u, K = data.set_sizes[1], data.n_outputs
         data.uname = uname = self.unlabeled_loss_
-        # a cross-validated choice (validation_fraction = k folds) with the
-        # binary default loss: ramp_cccp at the rule is one more candidate,
-        # the loss that follows CCCP-TSVM on cluster-structured sets (g241n)
-        vf = self.validation_fraction_
-        ramp_candidate = (isinstance(vf, Integral) and K == 1
-                          and self.unlabeled_loss == "auto")
+        # a cross-validated choice (selection_ = "cv") with the binary
+        # default loss: ramp_cccp at the rule is one more candidate, the loss
+        # that follows CCCP-TSVM on cluster-structured sets (g241n)
+        cv = self.selection_ == "cv"
+        ramp_candidate = cv and K == 1 and self.unlabeled_loss == "auto"
         # ramp_cccp: the slope of the linearised concave part per unlabeled
         # row and output, set by the solver at each concave-convex step
         data.slope = (np.zeros((n_u, K))
                       if uname == "ramp_cccp" or ramp_candidate else None)
         # cross-validation (small problems): the held features of the
         # unlabeled rows, built once for every fold and for the final fit
-        data.feature_cache = {} if isinstance(vf, Integral) else None
+        data.feature_cache = {} if cv else None
         uname, C_star = self._select(data, self.C_star_, uname, ramp_candidate)
         return (self._problem(data, data.XL, data.Y, C_star, uname=uname),
                 self._solve_keywords(uname))
@@ -368,10 +319,10 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
     def _select(self, data: FitData, C_star: float, uname: str,
                 ramp_candidate: bool):
         """Paper 004's choice of C* on labeled validation rows
-        (``validation_fraction_``): by k-fold cross-validation or on one
-        held-out part. Returns the unlabeled loss and the C* kept (the given
-        ones without a choice)."""
-        vf, seed, slope = self.validation_fraction_, data.seed, data.slope
+        (``selection_``): by k-fold cross-validation or on one held-out
+        part. Returns the unlabeled loss and the C* kept (the given ones
+        without a choice)."""
+        seed, slope = data.seed, data.slope
         XL, Y, yl, n_l = data.XL, data.Y, data.yl, data.set_sizes[0]
         cccp = uname == "ramp_cccp"
 
@@ -381,14 +332,15 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
         def problem_for(XL, Y, C_star, held=None, uname=uname):
             return self._problem(data, XL, Y, C_star, held, uname)
 
-        if isinstance(vf, Integral):
+        if self.selection_ == "cv":
             # paper 004's choice of C* on labeled validation rows, by k-fold
             # cross-validation where the labels are too few to hold a part
             # out: every candidate fitted without each fold and scored on
             # it; the errors pooled over the folds (each label scored once,
             # by machines that did not see it) decide by the one-SE rule
             # against paper 004's rule (the given C*, the given loss)
-            folds = StratifiedKFold(vf, shuffle=True, random_state=seed % 2**32)
+            folds = StratifiedKFold(self.n_folds_, shuffle=True,
+                                    random_state=seed % 2**32)
             pooled = {}
             for tr, va in folds.split(np.zeros((n_l, 1)), yl):
                 held = (XL[va], Y[va])
@@ -414,13 +366,13 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
             C_star = self.C_star_ = C_star * keep[1]
             if slope is not None:
                 slope[:] = 0.0
-        elif vf is not None:
+        elif self.selection_ == "holdout":
             # paper 004's choice of C* on labeled validation rows: the
             # stages fitted without a seeded, stratified part of the labels,
             # carried up to the largest held sample level and scored there
             # on it; then the fit on every label at the C* kept
             tr, va = (np.sort(i) for i in train_test_split(
-                np.arange(n_l), test_size=vf, stratify=yl,
+                np.arange(n_l), test_size=self.validation_fraction_, stratify=yl,
                 random_state=seed % 2**32))
             chosen = fit(problem_for(XL[tr], Y[tr], C_star, (XL[va], Y[va])))
             self.validation_errors_ = np.array(
@@ -585,7 +537,7 @@ class TSGS3VM(_S3VMBase):
     >>> X, y = make_moons(n_samples=300, noise=0.1, random_state=0)
     >>> y_semi = np.full(300, -1)            # -1 marks unlabeled rows
     >>> y_semi[:20] = y[:20]
-    >>> clf = TSGS3VM(C=10, validation_fraction=None, random_state=0).fit(X, y_semi)
+    >>> clf = TSGS3VM(C=10, selection=None, random_state=0).fit(X, y_semi)
     >>> clf.classes_
     array([0, 1])
     >>> bool(clf.score(X[20:], y[20:]) > 0.8)
@@ -617,7 +569,9 @@ class TSGS3VM(_S3VMBase):
         eta0=1.0,
         balance="auto",
         anneal=0.5,
+        selection="auto",
         validation_fraction="auto",
+        cv=5,
         features="auto",
         max_features=None,
         dtype="float32",
@@ -645,7 +599,9 @@ class TSGS3VM(_S3VMBase):
         self.eta0 = eta0
         self.balance = balance
         self.anneal = anneal
+        self.selection = selection
         self.validation_fraction = validation_fraction
+        self.cv = cv
         self.features = features
         self.max_features = max_features
         self.dtype = dtype
@@ -708,7 +664,7 @@ class FRS3VM(_S3VMBase):
     >>> X, y = make_moons(n_samples=300, noise=0.1, random_state=0)
     >>> y_semi = np.full(300, -1)            # -1 marks unlabeled rows
     >>> y_semi[:20] = y[:20]
-    >>> clf = FRS3VM(C=10, validation_fraction=None, random_state=0).fit(X, y_semi)
+    >>> clf = FRS3VM(C=10, selection=None, random_state=0).fit(X, y_semi)
     >>> clf.classes_
     array([0, 1])
     >>> bool(clf.score(X[20:], y[20:]) > 0.8)
@@ -742,7 +698,9 @@ class FRS3VM(_S3VMBase):
         eta0=1.0,
         balance="auto",
         anneal=0.5,
+        selection="auto",
         validation_fraction="auto",
+        cv=5,
         features="fourier",
         dtype="float32",
         random_state=None,
@@ -769,7 +727,9 @@ class FRS3VM(_S3VMBase):
         self.eta0 = eta0
         self.balance = balance
         self.anneal = anneal
+        self.selection = selection
         self.validation_fraction = validation_fraction
+        self.cv = cv
         self.features = features
         self.dtype = dtype
         self.random_state = random_state

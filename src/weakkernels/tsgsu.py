@@ -141,6 +141,9 @@ def _prior_matched_offset(f: np.ndarray, slope: float, prior: float) -> float:
 
 
 _PRIOR = [Interval(Real, 0, 1, closed="neither"), StrOptions({"auto"})]
+# the SU risk's loss and correction (TSGSU, and the CUU baseline)
+SU_RISK_CONSTRAINTS = {"loss": [StrOptions(set(LOSSES))],
+                       "correction": [StrOptions(set(CORRECTIONS))]}
 
 
 class _SUBase(ArtifactMixin, ClassifierMixin, BaseEstimator):
@@ -507,8 +510,7 @@ class TSGSU(RandomFeatureClassifier, _SUBase):
     _parameter_constraints = RandomFeatureClassifier.constraints(
         "block_size", "max_features", "lam",
         prior=_PRIOR,
-        loss=[StrOptions(set(LOSSES))],
-        correction=[StrOptions(set(CORRECTIONS))],
+        **SU_RISK_CONSTRAINTS,
         learning_rate=[StrOptions(set(SU_SCHEDULES))],
         fit_intercept=["boolean"],
         # the family's solvers and the closed form of the quadratic Eq. (9)

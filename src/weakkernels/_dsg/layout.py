@@ -6,12 +6,19 @@ constraints of the loop every random-feature estimator shares.
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from weakkernels._constraints import RANDOM_FEATURE_CONSTRAINTS, SIGMA_OR_SCALE
+from weakkernels._constraints import (
+    BATCH_SIZE,
+    BLOCK_SIZE,
+    ETA0,
+    RANDOM_FEATURE_CONSTRAINTS,
+    SIGMA_OR_SCALE,
+    TOL,
+)
 from weakkernels._dsg.model import seeded_sample
 from weakkernels._options import DEFAULT_OPTIONS, SolverOptions
 from weakkernels._validation import available_memory
@@ -44,10 +51,10 @@ DSG_CONSTRAINTS = {
     **RANDOM_FEATURE_CONSTRAINTS,
     "sigma": SIGMA_OR_SCALE,
     "solver": [StrOptions(set(SOLVERS))],
-    "tol": [Interval(Real, 0, None, closed="neither")],
-    "batch_size": [Interval(Integral, 1, None, closed="left")],
+    "tol": TOL,
+    "batch_size": BATCH_SIZE,
     "max_iter": [Interval(Integral, 1, None, closed="left"), None],
-    "eta0": [Interval(Real, 0, None, closed="neither")],
+    "eta0": ETA0,
     "callback": [callable, None],
     "callback_every": [Interval(Integral, 1, None, closed="left")],
     "solver_options": [SolverOptions, None],
@@ -57,7 +64,7 @@ DSG_CONSTRAINTS = {
 # The feature budget of the expansions grown block by block (default_blocks);
 # FRS3VM sizes its fixed expansion by n_components instead.
 EXPANSION_CONSTRAINTS = {
-    "block_size": [Interval(Integral, 1, None, closed="left")],
+    "block_size": BLOCK_SIZE,
     "max_features": [Interval(Integral, 1, None, closed="left"), None],
 }
 

@@ -35,7 +35,13 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from weakkernels._artifact import ArtifactMixin, register, stored_sigma
-from weakkernels._constraints import KERNEL_CONSTRAINTS, SIGMA_OR_SCALE
+from weakkernels._constraints import (
+    AUC_GAMMA,
+    CLASS_PRIOR,
+    KERNEL_CONSTRAINTS,
+    LAM,
+    SIGMA_OR_SCALE,
+)
 from weakkernels._threads import one_blas_thread
 from weakkernels._validation import (
     check_divergence,
@@ -111,8 +117,8 @@ class _ExactAUCBase(_AUCRankerMixin, ArtifactMixin, ClassifierMixin, BaseEstimat
     _parameter_constraints = {
         **KERNEL_CONSTRAINTS,
         "sigma": SIGMA_OR_SCALE,  # resolved at fit time, as QSGS2AUC's
-        "prior": [Interval(Real, 0, 1, closed="neither"), None],
-        "lam": [Interval(Real, 0, None, closed="neither")],
+        "prior": CLASS_PRIOR,
+        "lam": LAM,
         "max_samples": [Interval(Integral, 1, None, closed="left")],
     }
     _require_unlabeled = True
@@ -365,7 +371,7 @@ class ExactS2AUC(_ExactAUCBase):
 
     _parameter_constraints = {
         **_ExactAUCBase._parameter_constraints,
-        "gamma": [Interval(Real, 0, 1, closed="both")],
+        "gamma": AUC_GAMMA,
     }
 
     def __init__(self, *, gamma=0.5, prior=None, lam=1e-3, kernel="rbf",

@@ -30,13 +30,19 @@ import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from weakkernels._artifact import register, stored_sigma
-from weakkernels._constraints import SIGMA_OR_SCALE
+from weakkernels._constraints import (
+    BATCH_SIZE,
+    ETA0,
+    LAM,
+    N_CENTERS,
+    RANDOM_STATE,
+    SIGMA_OR_SCALE,
+)
 from weakkernels._threads import one_blas_thread
 from weakkernels._validation import check_divergence
 from weakkernels.tsgsu import (
     _PRIOR,
-    CORRECTIONS,
-    LOSSES,
+    SU_RISK_CONSTRAINTS,
     _SUBase,
     class_prior_terms,
     su_risk,
@@ -173,9 +179,9 @@ class SUSL(_KernelBasisSU):
     _parameter_constraints = {
         "prior": _PRIOR,
         "sigma": SIGMA_OR_SCALE,
-        "lam": [Interval(Real, 0, None, closed="neither")],
-        "n_centers": [Interval(Integral, 1, None, closed="left"), None],
-        "random_state": ["random_state"],
+        "lam": LAM,
+        "n_centers": N_CENTERS,
+        "random_state": RANDOM_STATE,
     }
 
     def __init__(self, *, prior=0.7, sigma="scale", lam=1e-3, n_centers=None,
@@ -263,16 +269,16 @@ class CUU(_KernelBasisSU):
 
     _parameter_constraints = {
         "prior": _PRIOR,
-        "loss": [StrOptions(set(LOSSES))],
-        "correction": [StrOptions(set(CORRECTIONS))],
+        **SU_RISK_CONSTRAINTS,  # loss, correction
         "sigma": SIGMA_OR_SCALE,
+        # weight decay, which may be off (lam = 0), unlike SUSL's ridge
         "lam": [Interval(Real, 0, None, closed="left")],
-        "n_centers": [Interval(Integral, 1, None, closed="left"), None],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "n_centers": N_CENTERS,
+        "batch_size": BATCH_SIZE,
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "optimizer": [StrOptions({"adam", "sgd"})],
-        "eta0": [Interval(Real, 0, None, closed="neither")],
-        "random_state": ["random_state"],
+        "eta0": ETA0,
+        "random_state": RANDOM_STATE,
     }
 
     def __init__(self, *, prior=0.7, loss="squared", correction="abs", sigma="scale",

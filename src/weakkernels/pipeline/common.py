@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 import numpy as np
-from scipy import sparse
 
+from weakkernels.kernels import resolve_sigma
 from weakkernels.pipeline.registry import MODELS
 from weakkernels.pipeline.splits import fit_arrays, resolve
 from weakkernels.pipeline.storage import load_npz, load_sparse_npz
@@ -73,13 +73,12 @@ def fit_data(model: str, X, y, split, n_unlabeled: int):
 
     Returns ``(split, X_fit, y_fit, n_labeled, prior, sigma_scale)``;
     ``prior`` is the SU split's class prior, else the class-1 fraction of the
-    labeled rows; ``sigma_scale = 1 / (d Var(X_fit))`` is computed on all
-    training rows.
+    labeled rows; ``sigma_scale`` is ``resolve_sigma("scale", X_fit)``, the
+    estimators' own ``sigma="scale"`` (1 / (d Var X) over all training rows).
     """
     sp = resolve(split, n_unlabeled)
     X_fit, y_fit = fit_arrays(X, y, sp)
-    var = _variance(X_fit) * X_fit.shape[1]
-    sigma_scale = 1.0 / var if var > 0 else 1.0
+    sigma_scale = resolve_sigma("scale", X_fit)  # the estimators' own "scale"
     if MODELS[model].labeled_only:
         keep = y_fit != -1
         X_fit, y_fit = X_fit[keep], y_fit[keep]
@@ -94,17 +93,6 @@ def fit_data(model: str, X, y, split, n_unlabeled: int):
         y_lab = y_fit[y_fit != -1]
         prior = float(np.mean(y_lab == 1)) if len(y_lab) else None
     return sp, X_fit, y_fit, n_l, prior, sigma_scale
-
-
-def _variance(X) -> float:
-    """Variance of all entries of ``X``; a CSR matrix is not densified."""
-    if not sparse.issparse(X):
-        return float(X.var())
-    n = X.shape[0] * X.shape[1]
-    if n == 0:
-        return 0.0
-    mean = X.sum() / n
-    return float(max(X.multiply(X).sum() / n - mean * mean, 0.0))
 
 
 def fixed_params(models_cfg: dict, model: str, dataset: str) -> dict:

@@ -166,12 +166,12 @@ def _ours(cls: type, *, c_star: bool = False, callback: bool = True):
         if c_star:
             kw["C_star"] = _c_star(p, ctx)
         accepted = cls().get_params(deep=False)
-        if c_star and "validation_fraction" in accepted:
+        if c_star and "selection" in accepted:
             # the study chooses C* on the split's validation labels: the
-            # estimator's own cross-validated choice (validation_fraction=
+            # estimator's own cross-validated choice (selection=
             # "auto" on small sets) would nest a second one in every trial
             # at k + 1 times its cost; models.fixed may still ask for it
-            kw.setdefault("validation_fraction", None)
+            kw.setdefault("selection", None)
         if cls is TSGSU and kw.get("prior", "true") == "true":
             kw["prior"] = ctx.prior
         elif "prior" in accepted and kw.get("prior") is None \
