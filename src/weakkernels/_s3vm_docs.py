@@ -111,8 +111,9 @@ default="auto"
     selection : {"auto", "holdout", "cv"} or None, default="auto"
         ``solver="lbfgs"``: choose C* as paper 004 does, on labeled
         validation rows, among the multiples 0, .1, 1, 3, 10 of the given C*
-        (0 and 1 with ``anneal=0``; :data:`weakkernels._selection.
-        SELECT_STAGES`), fitted as one annealing path, each candidate
+        (0 and 1 with ``anneal=0``;
+        :data:`weakkernels._selection.SELECT_STAGES`), fitted as one
+        annealing path, each candidate
         warm-started from the last. ``"holdout"``: a seeded, stratified
         ``validation_fraction`` of the labels is held out while the
         candidates are fitted (carried to every larger sample level whose
@@ -131,8 +132,9 @@ default="auto"
         for bit the one ``C_star=C_star_, selection=None`` gives. None: C* as
         given (paper 004's rule by default). ``"auto"`` picks by the
         problem's size (:func:`weakkernels._selection.resolve_selection`):
-        ``"holdout"`` from :data:`~weakkernels._selection.
-        AUTO_VALIDATION_MIN_LABELS` labels on; ``"cv"`` on a NumPy input of
+        ``"holdout"`` from
+        :data:`~weakkernels._selection.AUTO_VALIDATION_MIN_LABELS` labels on;
+        ``"cv"`` on a NumPy input of
         at most :data:`~weakkernels._selection.AUTO_CV_MAX_ROWS` rows with
         ``cv`` labels of each class; ``"holdout"`` between the two; None only
         where the labels cannot be split or ``C_star=0``. What ran is
