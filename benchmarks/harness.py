@@ -96,6 +96,9 @@ def load_protocol(name: str) -> dict:
     proto.setdefault("scale", "standard")
     proto.setdefault("n_val", 1000)
     names = {m["name"] for m in proto.get("methods", [])}
+    unknown = set(proto.get("paired_with", ())) - names
+    if unknown:
+        raise ValueError(f"{name}: paired_with names unknown methods {sorted(unknown)}")
     for t in proto.get("targets", []):
         unknown = {t["ours"], *t["against"]} - names
         if unknown:
@@ -239,9 +242,15 @@ def _random_ssl_split(proto, ds, y, n_u, n_val, rng):
 
 def kernel_width(rule, X) -> float:
     """``sigma`` of ``exp(-sigma ||x - x'||^2)``: a number, ``"median"`` (1 /
-    median squared distance, the CCCP benchmarks' rule) or ``"inv_dim"``."""
+    median squared distance, the CCCP benchmarks' rule), ``"scale"`` (1 / (d
+    Var X) over the training rows: scikit-learn's ``gamma="scale"``, as the
+    estimators resolve it) or ``"inv_dim"``."""
     if isinstance(rule, (int, float)):
         return float(rule)
+    if rule == "scale":
+        from weakkernels.kernels import resolve_sigma
+
+        return resolve_sigma("scale", X)
     if rule == "inv_dim":
         return 1.0 / X.shape[1]
     if rule == "median":
@@ -453,7 +462,7 @@ def run_protocol(proto: dict, log=print, methods_filter=None,
         for n_u in sizes if n_unlabeled is None else n_unlabeled:
             if pool is None or pool.client is None:
                 cells = ((seed, run_cell(proto, ds, n_u, seed, methods, skip, log))
-                         for seed in proto["seeds"])
+                         for seed in ds.get("seeds", proto["seeds"]))
             else:
                 cells = _run_wave(proto, ds, n_u, methods, skip, log, pool)
             for _, cell in cells:
@@ -476,7 +485,7 @@ def _run_wave(proto, ds, n_u, methods, skip, log, pool):
 
         cloudpickle.register_pickle_by_value(sys.modules[__name__])
     waves = [(seed, cell_jobs(proto, ds, n_u, seed, methods, skip))
-             for seed in proto["seeds"]]
+             for seed in ds.get("seeds", proto["seeds"])]
     for seed, jobs in waves:
         for row, job in jobs:
             if job is not None:
@@ -511,12 +520,36 @@ def _curve_free(r: dict) -> dict:
     return r
 
 
-def summarize(rows: list[dict], task: str) -> list[dict]:
-    """Median over seeds per (dataset, n_u, method); statuses counted."""
+def paired(rows: list[dict], key: str, reference: str) -> dict:
+    """Per (dataset, n_u, method): the mean over seeds of the method's
+    ``key`` minus the ``reference`` method's on the same seed (the same
+    split), its standard error and the number of seeds both ran."""
+    ref = {(r["dataset"], r["n_unlabeled"], r["seed"]): r[key] for r in rows
+           if r["method"] == reference and r.get("status") == "ok"}
+    diffs: dict = {}
+    for r in rows:
+        cell = (r["dataset"], r["n_unlabeled"], r["seed"])
+        if r.get("status") == "ok" and cell in ref:
+            diffs.setdefault(cell[:2] + (r["method"],), []).append(
+                r[key] - ref[cell])
+    out = {}
+    for k, d in diffs.items():
+        d = np.asarray(d, dtype=float)
+        se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else None
+        out[k] = {"paired_diff": float(d.mean()), "paired_se": se,
+                  "paired_n": int(d.size)}
+    return out
+
+
+def summarize(rows: list[dict], task: str, references=None) -> list[dict]:
+    """Median over seeds per (dataset, n_u, method); statuses counted; with
+    ``references`` (a protocol's ``paired_with``: method names) the paired
+    mean difference to each (:func:`paired`), under ``paired``."""
     key = ERROR_KEY[task]
     groups: dict = {}
     for r in rows:
         groups.setdefault((r["dataset"], r["n_unlabeled"], r["method"]), []).append(r)
+    pairs = {ref: paired(rows, key, ref) for ref in references or ()}
     out = []
     for (ds, n_u, m), rs in groups.items():
         ok = [_curve_free(r) for r in rs if r.get("status") == "ok"]
@@ -531,6 +564,10 @@ def summarize(rows: list[dict], task: str) -> list[dict]:
         errs = [r[key] for r in ok]
         s[key + "_min"] = min(errs) if errs else None
         s[key + "_max"] = max(errs) if errs else None
+        s[key + "_mean"] = float(np.mean(errs)) if errs else None
+        if pairs:
+            s["paired"] = {ref: p[(ds, n_u, m)] for ref, p in pairs.items()
+                           if (ds, n_u, m) in p and ref != m}
         out.append(s)
     return out
 
@@ -666,6 +703,8 @@ def markdown(proto, rows, summary, targets, command, hw=None, date=None) -> str:
                     f"{s['n_ok']}/{s['n_runs']} | "
                     f"{'; '.join(s['statuses']) or 'ok'} |")
             lines.append("")
+    if proto.get("paired_with"):
+        lines += pages.paired_table(proto, summary)
     if proto.get("reference"):
         lines += ["Reference figures **measured elsewhere by the project lead, not "
                   "in this run** (other machine, other implementations):", ""]
@@ -791,14 +830,16 @@ def run(name: str, *, out_dir: Path = RESULTS, methods=None, datasets=None,
     from weakkernels.pipeline.fitting import FitPool
 
     proto = load_protocol(name)
-    if seeds is not None:
+    if seeds is not None:  # the command line's seeds, for every data set
         proto["seeds"] = seeds
+        for ds in proto["datasets"]:
+            ds.pop("seeds", None)
     if proto["task"] == "throughput":
         return run_throughput(proto, out_dir, log, command)
     t0 = time.perf_counter()
     with FitPool(compute) as pool:
         rows = run_protocol(proto, log, methods, datasets, n_unlabeled, pool)
-    summary = summarize(rows, proto["task"])
+    summary = summarize(rows, proto["task"], proto.get("paired_with"))
     targets = check_targets(proto, summary)
     out_dir.mkdir(parents=True, exist_ok=True)
     # a partial run (filters) writes beside the full one, never over it
@@ -876,7 +917,7 @@ def rebuild(json_path: Path) -> None:
     proto, rows = d["protocol"], d["rows"]
     # targets are an evaluation of the rows: take them from the current file
     proto["targets"] = load_protocol(proto["name"]).get("targets", [])
-    summary = summarize(rows, proto["task"])
+    summary = summarize(rows, proto["task"], proto.get("paired_with"))
     targets = check_targets(proto, summary)
     md = markdown(proto, rows, summary, targets, d["command"], d["hardware"],
                   d.get("date", "(see JSON)"))

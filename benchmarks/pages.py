@@ -253,6 +253,34 @@ def render_harness(spec: dict) -> str:
     return text
 
 
+def paired_table(proto: dict, summary: list[dict]) -> list[str]:
+    """Markdown lines: for each method named in the protocol's ``paired_with``,
+    every other method's mean difference to it, seed by seed on the same
+    splits (pp of test error; AUC for the AUC task), with its standard
+    error."""
+    auc = proto["task"] == "auc"
+    scale, unit = (1.0, "AUC") if auc else (100.0, "pp of test error")
+    key = "test_auc" if auc else "test_error"
+    lines = []
+    for ref in proto["paired_with"]:
+        lines += [f"Paired against **{ref}**, seed by seed on the same splits: "
+                  f"mean difference ({unit}; positive: "
+                  f"{'higher' if auc else 'more errors'} than it) +- its "
+                  "standard error, over the seeds both ran:", "",
+                  "| data set | n_u | method | mean | difference | seeds |",
+                  "|---|---|---|---|---|---|"]
+        for s in summary:
+            p = (s.get("paired") or {}).get(ref)
+            if not p:
+                continue
+            se = "" if p["paired_se"] is None else f" +- {scale * p['paired_se']:.2f}"
+            lines.append(f"| {s['dataset']} | {s['n_unlabeled']:,} | {s['method']} "
+                         f"| {scale * s[key + '_mean']:.2f} | "
+                         f"{scale * p['paired_diff']:+.2f}{se} | {p['paired_n']} |")
+        lines.append("")
+    return lines
+
+
 def render_run(spec: dict) -> str:
     """One harness run, compact, from its JSON (``file``): the command, the
     machine and date, one row per method with one cell per (data set, n_u):
@@ -305,6 +333,8 @@ def render_run(spec: dict) -> str:
                 t += f" ({s['n_ok']}/{s['n_runs']} ok: {'; '.join(s['statuses'])})"
             texts.append(t)
         out.append(f"| {m} | " + " | ".join(texts) + " |")
+    if d["protocol"].get("paired_with"):
+        out += [""] + paired_table(d["protocol"], d["summary"])[:-1]
     if d["protocol"].get("reference"):
         out += ["", "Reference figures measured elsewhere, not in this run: "
                 + "; ".join(d["protocol"]["reference"]) + "."]

@@ -130,3 +130,54 @@ def test_each_run_of_a_protocol_gets_its_own_heading():
         "### Protocol `paper000`, `--datasets 'w8a (w6a pool)' --seeds 0`")
     assert harness.heading("throughput", "python benchmarks/harness.py "
                            "--protocol throughput") == "### Protocol `throughput`"
+
+
+def _rows(errors: dict) -> list[dict]:
+    """Harness rows from ``{(method, seed): error}`` on one cell."""
+    return [{"dataset": "d", "n_unlabeled": 10, "method": m, "seed": s,
+             "status": "ok", "test_error": e, "fit_s": 1.0}
+            for (m, s), e in errors.items()]
+
+
+def test_paired_differences_are_per_seed_means_with_their_standard_error():
+    ref = {0: 0.10, 1: 0.20, 2: 0.15}
+    ours = {0: 0.12, 1: 0.19, 2: 0.18}
+    errors = {**{("svc", s): e for s, e in ref.items()},
+              **{("ours", s): e for s, e in ours.items()}, ("ours", 3): 0.5}
+    rows = _rows(errors)
+    rows.append({"dataset": "d", "n_unlabeled": 10, "method": "svc", "seed": 4,
+                 "status": "time budget"})  # no pair: not counted
+    got = harness.paired(rows, "test_error", "svc")[("d", 10, "ours")]
+    d = [ours[s] - ref[s] for s in ref]  # seed 3 has no reference row
+    mean = sum(d) / 3
+    se = math.sqrt(sum((x - mean) ** 2 for x in d) / 2) / math.sqrt(3)
+    assert got["paired_n"] == 3
+    assert got["paired_diff"] == pytest.approx(mean)
+    assert got["paired_se"] == pytest.approx(se)
+    summary = harness.summarize(rows, "ssl", ["svc"])
+    by = {s["method"]: s for s in summary}
+    assert by["ours"]["paired"]["svc"] == got
+    assert by["svc"]["paired"] == {}  # not against itself
+    proto = {"task": "ssl", "paired_with": ["svc"]}
+    table = "\n".join(harness.pages.paired_table(proto, summary))
+    assert f"| d | 10 | ours | 24.75 | {100 * mean:+.2f} +- {100 * se:.2f} | 3 |" \
+        in table
+
+
+def test_a_data_set_may_run_its_own_seeds(monkeypatch):
+    seen = []
+    monkeypatch.setattr(harness, "run_cell",
+                        lambda proto, ds, n_u, seed, *a: seen.append(
+                            (ds["name"], seed)) or [])
+    proto = {"seeds": [0, 1], "methods": [],
+             "datasets": [{"name": "a", "n_unlabeled": [5]},
+                          {"name": "b", "n_unlabeled": [5], "seeds": [3, 4, 5]}]}
+    harness.run_protocol(proto, log=lambda s: None)
+    assert seen == [("a", 0), ("a", 1), ("b", 3), ("b", 4), ("b", 5)]
+
+
+def test_the_safety_protocol_pairs_with_its_own_methods():
+    proto = harness.load_protocol("safety")
+    names = {m["name"] for m in proto["methods"]}
+    assert set(proto["paired_with"]) <= names
+    assert proto["sigma"] == "scale"
