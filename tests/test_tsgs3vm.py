@@ -1047,3 +1047,19 @@ def test_the_default_leaves_the_rule_where_it_falls_to_chance_on_g241n():
     assert err(rule) > 0.4
     assert err(cv) < 0.3
     assert (cv.unlabeled_loss_, cv.C_star_) != ("da", rule.C_star_)
+
+
+def test_a_machine_at_c_star_zero_is_the_supervised_one_with_a_free_bias():
+    """C* = 0 leaves no unlabeled term: whatever ``balance`` says, the
+    machine's bias is free (balance_ "none"), given or kept by the choice."""
+    X, y, _ = two_gaussians(n=300, d=5, n_labeled=40, seed=8)
+    kw = dict(C=1.0, C_star=0.0, selection=None, max_features=64, random_state=0)
+    free = TSGS3VM(balance="none", **kw).fit(X, y)
+    for balance in ("auto", "clipped", "mean", "quantile"):
+        est = TSGS3VM(balance=balance, **kw).fit(X, y)
+        assert est.balance_ == "none"
+        assert est.decision_function(X).tobytes() == free.decision_function(X).tobytes()
+    # SGD is paper 000's algorithm as printed: its balance stays
+    assert TSGS3VM(solver="sgd", balance="mean", max_iter=5,
+                   **{k: v for k, v in kw.items() if k != "max_features"}
+                   ).fit(X, y).balance_ == "mean"

@@ -61,6 +61,11 @@ class SolverOptions:
         losses that give their curvature, else L-BFGS).
     newton_max_iter : int, default=20
         Newton iterations per solve (at most ``lbfgs_max_iter`` too).
+    selection_newton_max_iter : int or None, default=6
+        Newton iterations per solve of a model-selection candidate (the
+        folds' and the held-out part's fits, which only rank the C*
+        candidates; docs/benchmarks/solvers.md, "Model selection"); None:
+        ``newton_max_iter``. The fit returned keeps ``newton_max_iter``.
     newton_cg_max_iter : int, default=100
         Conjugate-gradient steps per Newton system.
     newton_cg_tol : float, default=0.1
@@ -133,6 +138,7 @@ class SolverOptions:
     primal_fold_min_rows: int | None = None
     primal_method: str = "lbfgs"
     newton_max_iter: int = 20
+    selection_newton_max_iter: int | None = 6
     newton_cg_max_iter: int = 100
     newton_cg_tol: float = 0.1
     newton_hessian_rows: int = 4096
@@ -162,8 +168,12 @@ class SolverOptions:
                "lbfgs_max_features": 1, "lbfgs_large_features": 1,
                "streamed_features": 1, "nystroem_all_rows": 1,
                "newton_max_iter": 1, "newton_cg_max_iter": 1,
+               "selection_newton_max_iter": 1,
                "newton_hessian_rows": 1,
                "nystroem_sqrt_factor": 1, "nystroem_streamed": 1, "sgd_max_steps": 1}
+
+    # fields that may be None (their docs say what None means)
+    _OPTIONAL = ("primal_fold_min_rows", "selection_newton_max_iter")
 
     # fields that name a method
     _CHOICES = {"primal_method": ("lbfgs", "newton")}
@@ -173,7 +183,7 @@ class SolverOptions:
                            tuple(float(w) for w in self.anneal_stages))
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
-            if field.name == "primal_fold_min_rows" and value is None:
+            if field.name in self._OPTIONAL and value is None:
                 continue
             if field.name in self._CHOICES:
                 if value not in self._CHOICES[field.name]:
@@ -184,7 +194,7 @@ class SolverOptions:
                     not isinstance(value, (int, float, tuple))):
                 raise TypeError(f"SolverOptions.{field.name}={value!r}: "
                                 f"expected {field.type}")
-            if field.type == "int" and not isinstance(value, int):
+            if field.type in ("int", "int | None") and not isinstance(value, int):
                 raise TypeError(f"SolverOptions.{field.name}={value!r}: "
                                 "expected an int")
             low = self._MINIMA.get(field.name, 0)

@@ -100,7 +100,10 @@ default="auto"
         with that machine at small C). ``"none"``: no constraint
         (``solver="lbfgs"`` then learns a free bias, ``solver="sgd"`` has
         none, as printed). True and False, the names' former aliases, are
-        deprecated (a FutureWarning) and are removed in 0.3.
+        deprecated (a FutureWarning) and are removed in 0.3. With
+        ``solver="lbfgs"`` a machine at C* = 0 (given, or kept by
+        ``selection``) has no unlabeled term and a free bias whatever
+        ``balance`` says (``balance_`` is ``"none"``): the supervised machine.
     anneal : float in [0, 1), default=0.5
         Raise C* from 0, as S3VMlight and nabla-TSVM anneal the unlabeled
         weight: the labeled points first place the boundary that the

@@ -24,6 +24,7 @@ algorithm exactly as printed.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from functools import partial
@@ -225,6 +226,10 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
         # unlabeled rows, built once for every fold and for the final fit
         data.feature_cache = {} if cv else None
         uname, C_star = self._select(data, self.C_star_, uname, ramp_candidate)
+        if C_star == 0 and self.solver == "lbfgs":
+            # no unlabeled term, so nothing to balance: the supervised machine
+            # (S4VM's safe reference, the inductive SVM) with a free bias
+            self.balance_ = "none"
         return (self._problem(data, data.XL, data.Y, C_star, uname=uname),
                 self._solve_keywords(uname))
 
@@ -254,12 +259,14 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
         slope[rows] = new
         return moved
 
-    def _problem(self, data: FitData, XL, Y, C_star, held=None, uname=None):
+    def _problem(self, data: FitData, XL, Y, C_star, held=None, uname=None,
+                 opts=None):
         """Eq. (1) on the labeled rows ``XL`` (targets ``Y``) and every
         unlabeled row, with the unlabeled loss ``uname`` (None: the resolved
         ``unlabeled_loss_`` before any model selection); ``held``: rows and
         targets of held-out labels that only score the annealing stages
-        (:class:`Problem`'s ``select``)."""
+        (:class:`Problem`'s ``select``); ``opts``: its solver options (None:
+        the fit's)."""
         uname = data.uname if uname is None else uname
         n_l, n_u = XL.shape[0], data.set_sizes[1]
         cccp = uname == "ramp_cccp"
@@ -313,7 +320,7 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
             pointwise=pointwise, curvature=curvature, outputs_on=1,
             majorize=partial(self._majorize, data) if cccp else None,
             select=(2, partial(_held_out_errors, held[1])) if held else None,
-            options=data.opts, feature_cache=data.feature_cache,
+            options=opts or data.opts, feature_cache=data.feature_cache,
         )
 
     def _select(self, data: FitData, C_star: float, uname: str,
@@ -329,8 +336,13 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
         def fit(problem, uname=uname):
             return self._fit_candidate(data, problem, uname)
 
+        opts = data.opts
+        if opts.selection_newton_max_iter is not None:  # candidates only rank
+            opts = dataclasses.replace(
+                opts, newton_max_iter=opts.selection_newton_max_iter)
+
         def problem_for(XL, Y, C_star, held=None, uname=uname):
-            return self._problem(data, XL, Y, C_star, held, uname)
+            return self._problem(data, XL, Y, C_star, held, uname, opts)
 
         if self.selection_ == "cv":
             # paper 004's choice of C* on labeled validation rows, by k-fold
