@@ -21,6 +21,7 @@ import os
 import signal
 import time
 
+import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -344,3 +345,35 @@ def test_ramp_cccp_is_refused_on_dask_inputs(client):
     Xd, yd = _dask(X, y, sparse=False)
     with pytest.raises(NotImplementedError, match="ramp_cccp"):
         TSGS3VM(unlabeled_loss="ramp_cccp", **_OPT).fit(Xd, yd)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["newton", "lbfgs"])
+def test_default_minimiser_is_the_same_bits_for_threads_and_dask(client, streamed,
+                                                                 method):
+    """The default minimiser (truncated Newton) and L-BFGS, named: one
+    numba thread or two in memory, and the Dask fit (every level streamed
+    to the workers, and held in the client), give the same coefficients bit
+    for bit."""
+    assert SolverOptions().primal_method == "newton"
+    held = (SolverOptions() if method == "newton"
+            else SolverOptions(primal_method=method))
+    streams = (streamed if method == "newton"
+               else SolverOptions(primal_cache_max_bytes=0, primal_method=method))
+    X, y = _semi(seed=5)
+    make = ESTIMATORS["TSGS3VM-nystroem"][0]
+    for opts in (streams, held):
+        fits = []
+        old = numba.get_num_threads()
+        try:
+            for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+                numba.set_num_threads(threads)
+                fits.append(make().set_params(solver_options=opts).fit(X, y))
+        finally:
+            numba.set_num_threads(old)
+        fits.append(make().set_params(solver_options=opts).fit(*_dask(X, y, False)))
+        assert fits[0].n_iter_ > 0
+        for other in fits[1:]:
+            np.testing.assert_array_equal(other.coef_, fits[0].coef_)
+            np.testing.assert_array_equal(other.intercept_, fits[0].intercept_)
+            assert other.n_iter_ == fits[0].n_iter_

@@ -1,6 +1,8 @@
 """The counting spies of ``tools/profile_default_fit.py`` on a tiny
 problem: they count what the solver did, leave the model bit for bit the
-same, account for the fit's time and are removed afterwards."""
+same, account for the fit's time and are removed afterwards. The spies count
+scipy's L-BFGS, so the fits name it (``primal_method="lbfgs"``, the tool's
+``PRIMAL_METHOD``): the default truncated Newton calls no scipy minimiser."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_blobs
 
-from weakkernels import TSGS3VM
+from weakkernels import TSGS3VM, SolverOptions
 from weakkernels._dsg.primal import PrimalSolver
 
 SCRIPT = Path(__file__).resolve().parents[1] / "tools" / "profile_default_fit.py"
@@ -36,7 +38,9 @@ def _data():
 def test_counts_match_the_solver(profile, selection):
     X, y = _data()
     original = PrimalSolver.objective
-    kw = dict(sigma=0.1, C=1.0, random_state=0, selection=selection, cv=3)
+    assert profile.PRIMAL_METHOD == "lbfgs"
+    kw = dict(sigma=0.1, C=1.0, random_state=0, selection=selection, cv=3,
+              solver_options=SolverOptions(primal_method=profile.PRIMAL_METHOD))
     plain = TSGS3VM(**kw).fit(X, y)
     est = TSGS3VM(**kw)
     rec = profile.profile_fit(est, X, y)

@@ -49,7 +49,8 @@ default="auto"
         ``"sgd"`` is paper 000's Algorithm 1: triply stochastic functional
         gradient steps (labeled minibatch, unlabeled minibatch, fresh block
         of random features). ``"lbfgs"`` minimises the same objective over a
-        fixed expansion by L-BFGS in its primal over every row (annealed on
+        fixed expansion in its primal over every row (by truncated Newton,
+        or by L-BFGS with ``SolverOptions(primal_method="lbfgs")``; annealed on
         every row at once while the features are held, else on nested
         seeded samples from 4096 rows per set up to all,
         :func:`weakkernels._dsg.primal_levels`; the basis is ``features``):
@@ -64,8 +65,9 @@ default="auto"
     n_passes : float
         ``solver="sgd"``: iterations ``T = ceil(n_passes * n_u / batch_size)``.
     max_iter : int or None, default=None
-        ``solver="sgd"``: overrides ``n_passes``; ``solver="lbfgs"``: L-BFGS
-        iterations per annealing stage (None: 500).
+        ``solver="sgd"``: overrides ``n_passes``; ``solver="lbfgs"``:
+        iterations of the primal minimiser per annealing stage (None: 500;
+        Newton takes at most ``SolverOptions.newton_max_iter``).
     learning_rate : {"decay", "constant", "fixed"}, default="decay"
         ``solver="sgd"``: ``"decay"`` is ``eta0 / (eta0 + t)``, ``"constant"``
         ``eta0 / T^(3/4)`` (paper 000 Theorem 1), ``"fixed"`` ``eta0`` (paper
@@ -198,9 +200,10 @@ _ATTRIBUTES_DOC = """classes_ : ndarray, the real classes (never -1).
         held-out labels (pooled over the folds with cross-validation).
     validation_losses_ : tuple of str, each candidate's unlabeled loss.
     features_ : str, the basis used ("nystroem" or "fourier").
-    n_iter_ : SGD steps, or L-BFGS iterations summed over the stages.
+    n_iter_ : SGD steps, or the primal minimiser's (Newton or L-BFGS)
+        iterations summed over the stages.
     objective_curve_ : minibatch loss estimate per SGD step, or the objective
-        at the end of each L-BFGS stage.
+        at the end of each primal stage.
     n_blocks_, seed_, platt_"""
 
 

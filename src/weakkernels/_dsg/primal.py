@@ -357,10 +357,11 @@ class PrimalSolver:
                           self.levels[k], fraction)
 
     def _solve(self, z, w, start, iters, level_tol, majorised):
-        """L-BFGS (or, with ``options.primal_method="newton"`` and a loss of
-        known curvature, truncated Newton) from ``z`` at weight ``w``; with a
-        majorised loss, the concave-convex steps, each re-linearising before
-        its solve. Returns ``(z, result of the last solve, iterations)``."""
+        """Truncated Newton (``options.primal_method="newton"``, the default,
+        on a loss of known curvature), else L-BFGS, from ``z`` at weight
+        ``w``; with a majorised loss, the concave-convex steps, each
+        re-linearising before its solve. Returns ``(z, result of the last
+        solve, iterations)``."""
         from scipy.optimize import minimize
 
         problem, n_iter = self.problem, 0
