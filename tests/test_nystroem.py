@@ -100,19 +100,11 @@ def test_decision_folds_the_whitening_into_the_coefficients(dtype):
                                atol=tol * np.abs(ref).max())
 
 
-# Truncated Newton, the default minimiser, stops the annealed stages of this
-# fit at SolverOptions.newton_max_iter with the gradient above its tolerance
-# (the da loss's clipped curvature: linear convergence, a higher objective
-# than L-BFGS's; tests/test_newton.py's xfail test of the same problem), and
-# its cross-validation then keeps another C*: below the floor. Kept as an
-# expected failure, the floor unchanged, until Newton converges there.
-_NEWTON_UNCONVERGED = pytest.mark.xfail(
-    strict=True, reason="Newton stops at newton_max_iter above its tolerance "
-    "on this problem's annealed stages (test_newton.py)")
-
-
-@pytest.mark.parametrize("method", [
-    "lbfgs", pytest.param("newton", marks=_NEWTON_UNCONVERGED)])
+# Truncated Newton alone stops the annealed stages of this fit at
+# SolverOptions.newton_max_iter above its tolerance (tests/test_newton.py);
+# with the L-BFGS finish (newton_finish, the default) both minimisers meet
+# the floor.
+@pytest.mark.parametrize("method", ["lbfgs", "newton"])
 @pytest.mark.parametrize("cls", [TSGS3VM, FRS3VM])
 def test_fit_save_load_and_landmarks(cls, method, tmp_path):
     rng = np.random.default_rng(2)

@@ -426,10 +426,12 @@ def test_clipped_balance_holds_on_the_returned_machine(solver):
     r = np.mean(np.where(y[lab] == 1, 1.0, -1.0))
     # (SGD at the default eta0 = 1 diverges here: outputs ~ 1e16 after 40
     # steps, where the bisection for the bias resolves only ~1e-3)
+    # (L-BFGS: the rule's C* > 0; a machine at C* = 0 has a free bias)
     kw = ({"max_iter": 40, "batch_size": 64, "eta0": 0.03} if solver == "sgd"
-          else {})
+          else {"selection": None})
     est = TSGS3VM(C=30.0, solver=solver, random_state=0, dtype="float64",
                   **kw).fit(X, y)
+    assert est.C_star_ > 0 and est.balance_ == "clipped"
     f = est.decision_function(X[~lab])
     np.testing.assert_allclose(np.clip(f, -1, 1).mean(), r, atol=1e-8)
     assert abs(f.mean() - r) > 1e-2

@@ -64,11 +64,19 @@ class SolverOptions:
         TSGS3VM and FRS3VM); the other losses (TSGSU, QSG-S2AUC) use L-BFGS.
     newton_max_iter : int, default=20
         Newton iterations per solve (at most ``lbfgs_max_iter`` too).
+    newton_finish : bool, default=True
+        A Newton solve that stops above its gradient tolerance (at
+        ``newton_max_iter``, or where its line search finds no decrease:
+        the clipped curvature of a non-convex loss can make it converge
+        slowly) is finished by L-BFGS from its iterate, within the
+        solve's iteration budget, so every solve meets the tolerance
+        L-BFGS alone would.
     selection_newton_max_iter : int or None, default=6
         Newton iterations per solve of a model-selection candidate (the
         folds' and the held-out part's fits, which only rank the C*
-        candidates; docs/benchmarks/solvers.md, "Model selection"); None:
-        ``newton_max_iter``. The fit returned keeps ``newton_max_iter``.
+        candidates; docs/benchmarks/solvers.md, "Model selection"), and
+        without the L-BFGS finish; None: ``newton_max_iter``, with the
+        finish. The fit returned keeps ``newton_max_iter`` and the finish.
     newton_cg_max_iter : int, default=100
         Conjugate-gradient steps per Newton system.
     newton_cg_tol : float, default=0.1
@@ -141,6 +149,7 @@ class SolverOptions:
     primal_fold_min_rows: int | None = None
     primal_method: str = "newton"
     newton_max_iter: int = 20
+    newton_finish: bool = True
     selection_newton_max_iter: int | None = 6
     newton_cg_max_iter: int = 100
     newton_cg_tol: float = 0.1

@@ -339,7 +339,8 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
         opts = data.opts
         if opts.selection_newton_max_iter is not None:  # candidates only rank
             opts = dataclasses.replace(
-                opts, newton_max_iter=opts.selection_newton_max_iter)
+                opts, newton_max_iter=opts.selection_newton_max_iter,
+                newton_finish=False)
 
         def problem_for(XL, Y, C_star, held=None, uname=uname):
             return self._problem(data, XL, Y, C_star, held, uname, opts)

@@ -30,7 +30,8 @@ def newton_minimize(solver, z, w, max_iter, gtol):
     """Minimise ``solver.objective(., w)`` from ``z`` until the gradient's
     max-norm is at most ``gtol`` or after ``max_iter`` Newton iterations.
     ``solver`` is the :class:`~weakkernels._dsg.primal.PrimalSolver` of the
-    level. Returns ``x``, ``fun`` and ``nit`` as scipy's ``minimize`` does.
+    level. Returns ``x``, ``fun`` and ``nit`` as scipy's ``minimize`` does,
+    and ``gnorm``, the gradient's max-norm at ``x``.
 
     The line search runs on the outputs: with ``f`` and the direction's
     outputs ``u`` on every row read, the objective at ``z + t d`` is the
@@ -57,7 +58,8 @@ def newton_minimize(solver, z, w, max_iter, gtol):
         decrease, value = value - new, new
         if decrease <= 1e-12 * max(1.0, abs(value)):
             break
-    return SimpleNamespace(x=z, fun=value, nit=nit)
+    return SimpleNamespace(x=z, fun=value, nit=nit,
+                           gnorm=float(np.abs(grad).max()))
 
 
 class _Outputs:

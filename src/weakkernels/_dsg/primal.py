@@ -375,19 +375,27 @@ class PrimalSolver:
                                          self.cur["idx"][s_mm])
                 if step > 0 and moved <= self.opts.cccp_tol:
                     break
+            budget, fresh = iters, not majorised  # fresh: z is the start's
             if newton:
                 res = newton_minimize(self, z, w,
                                       min(iters, self.opts.newton_max_iter),
                                       level_tol)
                 z = res.x
                 n_iter += int(res.nit)
-                continue
+                budget -= int(res.nit)
+                if (res.gnorm <= level_tol or budget <= 0
+                        or not self.opts.newton_finish):
+                    continue
+                # stopped above its tolerance (the cap, or a line search that
+                # found no decrease): L-BFGS finishes from Newton's iterate
+                fresh = False
             res = minimize(
-                # a re-linearised objective is not the start's
-                self.objective if majorised
-                else _first_known(self.objective, z, start),
+                # a re-linearised objective, or Newton's iterate, is not the
+                # start's
+                _first_known(self.objective, z, start) if fresh
+                else self.objective,
                 z, args=(w,), jac=True, method="L-BFGS-B",
-                options={"maxiter": iters, "gtol": level_tol, "ftol": 1e-12},
+                options={"maxiter": budget, "gtol": level_tol, "ftol": 1e-12},
             )
             z = res.x
             n_iter += int(res.nit)
