@@ -43,7 +43,10 @@ test: $(STAMP)
 	# One pytest worker per core (pytest-xdist); --dist loadfile keeps each test
 	# file on one worker, so a module fixture (a reproduced project, a Dask
 	# cluster, a tracking server) is built once, as in a serial run.
-	$(BIN)/python -m pytest -q -n auto --dist loadfile tests || [ $$? -eq 5 ]
+	# --no-loadscope-reorder: the files go out in tests/conftest.py's order
+	# (the slow files first), not by their number of tests.
+	$(BIN)/python -m pytest -q -n auto --dist loadfile --no-loadscope-reorder \
+	  tests || [ $$? -eq 5 ]
 
 # the modules whose public docstrings carry Examples (make test runs them)
 DOCTEST_MODULES := src/weakkernels/tsgs3vm.py src/weakkernels/tsgsu.py \

@@ -45,3 +45,21 @@ def store(tmp_path, monkeypatch):
     yield mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
     while mlflow.active_run():
         mlflow.end_run()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run order, file by file (each file's tests stay together and in their
+    order): the files holding a test marked ``slow`` first, then the others by
+    their number of tests, most first. ``make test`` runs pytest-xdist's
+    ``--dist loadfile --no-loadscope-reorder``, which hands the files to the
+    two workers in this order: the long files start at once instead of last
+    (xdist's own order, by test count, left the repro files to the end, where
+    one worker ran them while the other idled)."""
+    first, count, slow = {}, {}, set()
+    for i, item in enumerate(items):
+        first.setdefault(item.path, i)
+        count[item.path] = count.get(item.path, 0) + 1
+        if item.get_closest_marker("slow") is not None:
+            slow.add(item.path)
+    items.sort(key=lambda item: (item.path not in slow, -count[item.path],
+                                 first[item.path]))
