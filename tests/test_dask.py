@@ -367,8 +367,8 @@ def test_default_minimiser_is_the_same_bits_for_threads_and_dask(client, streame
             else SolverOptions(primal_method=method))
     streams = (streamed if method == "newton"
                else SolverOptions(primal_cache_max_bytes=0, primal_method=method))
-    X, y = _semi(seed=5)
-    make = ESTIMATORS["TSGS3VM-nystroem"][0]
+    make, data = ESTIMATORS["TSGS3VM-nystroem"]
+    X, y = data(seed=5)
     for opts in (streams, held):
         fits = []
         old = numba.get_num_threads()
