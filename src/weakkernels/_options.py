@@ -58,8 +58,8 @@ class SolverOptions:
     primal_method : {"newton", "lbfgs"}, default="newton"
         The minimiser of each primal solve: truncated Newton with a
         sub-sampled Hessian (:mod:`weakkernels._dsg.newton`), or scipy's
-        L-BFGS. Newton is the default: it reached the same or a lower test
-        error in less CPU time than L-BFGS on the solvers page's benchmark.
+        L-BFGS. Newton is the default (with ``newton_finish``; the side by
+        side run is on docs/benchmarks/solvers.md).
         It needs the loss's curvature (``Problem.curvature``, given by
         TSGS3VM and FRS3VM); the other losses (TSGSU, QSG-S2AUC) use L-BFGS.
     newton_max_iter : int, default=20
@@ -69,8 +69,8 @@ class SolverOptions:
         ``newton_max_iter``, or where its line search finds no decrease:
         the clipped curvature of a non-convex loss can make it converge
         slowly) is finished by L-BFGS from its iterate, within the
-        solve's iteration budget, so every solve meets the tolerance
-        L-BFGS alone would.
+        solve's iteration budget: every solve ends where L-BFGS alone would
+        stop (its gradient tolerance, or no further relative decrease).
     selection_newton_max_iter : int or None, default=6
         Newton iterations per solve of a model-selection candidate (the
         folds' and the held-out part's fits, which only rank the C*
