@@ -115,13 +115,20 @@ def _deprecated_validation_fraction(selection, validation_fraction, cv):
     return selection, "auto", cv
 
 
+def _fraction(value, n_labels: int) -> float:
+    """``validation_fraction`` as a number: ``"auto"`` is
+    AUTO_VALIDATION_FRACTION from AUTO_VALIDATION_MIN_LABELS labels on, else
+    AUTO_HELD_FRACTION."""
+    if value != "auto":
+        return float(value)
+    return (AUTO_VALIDATION_FRACTION if n_labels >= AUTO_VALIDATION_MIN_LABELS
+            else AUTO_HELD_FRACTION)
+
+
 def _holdout_fraction(value, y_labeled, counts):
     """The fraction ``selection="holdout"`` holds out, checked: both parts
     need a label of every class (``train_test_split``'s rounding)."""
-    if value == "auto":
-        value = (AUTO_VALIDATION_FRACTION
-                 if y_labeled.size >= AUTO_VALIDATION_MIN_LABELS
-                 else AUTO_HELD_FRACTION)
+    value = _fraction(value, y_labeled.size)
     held = math.ceil(float(value) * y_labeled.size)
     if counts.min() < 2:
         raise ValueError(
@@ -182,16 +189,13 @@ def resolve_selection(selection, validation_fraction, cv, y_labeled, solver: str
         return "cv", int(cv)
     if solver != "lbfgs":
         return None, None
+    frac = _fraction(validation_fraction, y_labeled.size)
     if y_labeled.size >= AUTO_VALIDATION_MIN_LABELS:
-        frac = (AUTO_VALIDATION_FRACTION if validation_fraction == "auto"
-                else float(validation_fraction))
         return ("holdout", frac) if counts.min() * frac >= 1 else (None, None)
     if n_rows <= AUTO_CV_MAX_ROWS:
         return (("cv", int(cv)) if not distributed and counts.min() >= cv
                 else (None, None))
     # a held-out part needs a label of every class on both sides
-    frac = (AUTO_HELD_FRACTION if validation_fraction == "auto"
-            else float(validation_fraction))
     held = math.ceil(frac * y_labeled.size)
     if counts.min() >= 2 and counts.size <= held <= y_labeled.size - counts.size:
         return "holdout", frac
