@@ -8,14 +8,16 @@ export MLFLOW_DISABLE_TELEMETRY := true
 export DO_NOT_TRACK := 1
 export DVC_NO_ANALYTICS := 1
 export NUMBA_CACHE_DIR := $(CURDIR)/.numba_cache
-# One instruction set for numba's and OpenBLAS's kernels on every x86-64 host
-# with AVX2 (as pipelines/python pins it for the stages): the host's own
-# kernels round differently, and tests/test_decision_hashes.py checks models
-# bit for bit on the pinned set. A value already in the environment wins.
+# One instruction set for numba's, OpenBLAS's and NumPy's kernels on every
+# x86-64 host with AVX2 (as pipelines/python pins it for the stages): the
+# host's own kernels (NumPy's AVX-512 exp/cos, say) round differently, and
+# tests/test_decision_hashes.py checks models bit for bit on the pinned set.
+# A value already in the environment wins.
 ifneq ($(shell grep -qs '^flags.* avx2' /proc/cpuinfo && echo avx2),)
 export OPENBLAS_CORETYPE ?= Haswell
 export NUMBA_CPU_NAME ?= haswell
 export NUMBA_CPU_FEATURES ?= +avx2,+fma
+export NPY_DISABLE_CPU_FEATURES ?= X86_V4 AVX512_ICL AVX512_SPR
 endif
 
 .PHONY: venv test repro lint bench docs clean promote ui

@@ -8,8 +8,10 @@ the values themselves. The table ``tests/fixtures/decision_hashes.json`` was
 recorded from the code before the solver package was split out;
 ``tests/test_decision_hashes.py`` refits every case and compares: bit for bit
 on the instruction set the table was recorded with (its ``target``: numba's
-CPU name and OpenBLAS's kernels; ``make test`` pins both, as the pipeline's
-launcher does), to 1e-9 elsewhere (other kernels round differently). A change
+CPU name, OpenBLAS's kernels and NumPy's SIMD targets; ``make test`` pins all
+three, as the pipeline's launcher does); elsewhere to 1e-2 of the largest
+value (other kernels round differently, and the solvers' stopping tests and
+line searches amplify a last-bit difference to a few 1e-4 of it). A change
 that alters a model on purpose rewrites the table in the same commit and says
 why::
 
@@ -131,15 +133,18 @@ def decision_hash(case) -> dict:
 
 
 def kernel_target() -> str:
-    """The instruction set the compiled kernels run on: numba's CPU name and
-    the OpenBLAS core type (a pinned one, or the host's)."""
+    """The instruction set the compiled kernels run on: numba's CPU name, the
+    OpenBLAS core type and NumPy's dispatched SIMD targets in use (pinned ones,
+    or the host's)."""
     import llvmlite.binding
+    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
     from threadpoolctl import threadpool_info
 
     cpu = os.environ.get("NUMBA_CPU_NAME") or llvmlite.binding.get_host_cpu_name()
     blas = sorted({str(i.get("architecture")) for i in threadpool_info()
                    if i.get("internal_api") == "openblas"})
-    return f"numba:{cpu} openblas:{','.join(blas)}"
+    simd = [t for t in __cpu_dispatch__ if __cpu_features__.get(t)]
+    return f"numba:{cpu} openblas:{','.join(blas)} numpy:{','.join(simd)}"
 
 
 def dask_client():
