@@ -171,7 +171,7 @@ def steps(tmp_path_factory):
     import mlflow
 
     proj = build_project(tmp_path_factory.mktemp("wkchamp"), models=["tsgs3vm"],
-                         n_trials=1, su=False, copy_package=False, edit=_small,
+                         n_trials=1, su=False, edit=_small,
                          repro=False)
     root, env = proj["root"], proj["env"]
     _main_line(root, FIRST, ("download", "prepare", "split", "tune", "train",

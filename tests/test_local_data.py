@@ -303,7 +303,7 @@ def test_csv_and_parquet_tables_run_end_to_end_through_dvc_repro(tmp_path):
 
     (tmp_path / "proj").mkdir()
     proj = build_project(tmp_path / "proj", models=["svc", "tsgs3vm"], su=False,
-                         copy_package=False, edit=edit, repro=False)
+                         edit=edit, repro=False)
     root, env = proj["root"], proj["env"]
     (root / "tables").mkdir()
     df.to_csv(root / "tables/mine.csv", index=False)

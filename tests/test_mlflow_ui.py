@@ -62,7 +62,7 @@ def tiny(tmp_path_factory):
     import mlflow
 
     proj = build_project(tmp_path_factory.mktemp("wkui"), models=["svc", "tsgs3vm"],
-                         n_trials=1, su=False, copy_package=False, edit=_pin,
+                         n_trials=1, su=False, edit=_pin,
                          repro=False)
     root = proj["root"]
     stages = yaml.safe_load((root / "dvc.yaml").read_text())["stages"]

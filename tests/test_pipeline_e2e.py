@@ -46,16 +46,16 @@ def _run(cmd, cwd, env, timeout=600):
 
 
 def build_project(tmp: Path, *, models: list[str] | None = None,
-                  n_trials: int = 2, su: bool = True,
-                  copy_package: bool = True, edit=None, repro: bool = True) -> dict:
+                  n_trials: int = 2, su: bool = True, edit=None,
+                  repro: bool = True) -> dict:
     """A copy of the pipeline in ``tmp`` with a tiny params.yaml (g50c and
     cod-rna), reproduced with DVC.  ``models``: the compared models (default:
     every model of params.yaml plus tsgs3vm, tsgsu, qsgs2auc); ``su=False``
-    drops the SU splits (no SU model then runs); ``copy_package=False`` runs
-    the installed package instead of a copy (numba's cache, keyed by the source
-    path, then serves the compiled kernels); ``edit(params)`` changes the
+    drops the SU splits (no SU model then runs); ``edit(params)`` changes the
     params before they are written; ``repro=False`` leaves the stages to the
-    caller."""
+    caller. The stages run the installed package (``src`` is a link to the
+    repository's), so numba's cache, keyed by the source path, serves the
+    kernels other tests compiled."""
     from weakkernels.pipeline.registry import MODELS
 
     for name in ("dvc.yaml", "MLproject", "python_env.yaml"):
@@ -64,14 +64,8 @@ def build_project(tmp: Path, *, models: list[str] | None = None,
                     ignore=shutil.ignore_patterns("__pycache__"))
     (tmp / "data" / "local").mkdir(parents=True)  # a dependency of prepare
     shutil.copy(ROOT / "data" / "local" / "README.md", tmp / "data" / "local")
-    # The whole package, imported from the copy (PYTHONPATH): edits to the
-    # working tree during the test (study names hash the estimator code) do not
-    # leak into the stages.
-    if copy_package:
-        shutil.copytree(ROOT / "src" / "weakkernels", tmp / "src" / "weakkernels",
-                        ignore=shutil.ignore_patterns("__pycache__"))
-    else:  # dvc.yaml's deps name src/weakkernels
-        (tmp / "src").symlink_to(ROOT / "src", target_is_directory=True)
+    # dvc.yaml's deps name src/weakkernels
+    (tmp / "src").symlink_to(ROOT / "src", target_is_directory=True)
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["data"]["datasets"] = ["g50c", "cod-rna"]
     params["download"].update(mirror=str(MIRROR), use_network=False)
@@ -92,8 +86,7 @@ def build_project(tmp: Path, *, models: list[str] | None = None,
     if edit is not None:
         edit(params)
     (tmp / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    env = {**_env(tmp), **({"PYTHONPATH": str(tmp / "src")} if copy_package
-                           else {})}
+    env = _env(tmp)
     _run(["git", "init", "-q"], tmp, env)
     _run([sys.executable, "-m", "dvc", "init", "-q"], tmp, env)
     _run([sys.executable, "-m", "dvc", "config", "core.analytics", "false"], tmp, env)

@@ -140,7 +140,7 @@ def base(tmp_path_factory):
     root = tmp_path_factory.mktemp("faults") / "base"
     root.mkdir()
     proj = build_project(root, models=["tsgs3vm"], su=False, n_trials=N_TRIALS,
-                         copy_package=False, edit=_tiny, repro=False)
+                         edit=_tiny, repro=False)
     _dvc(root, proj["env"], "repro", "split")
     return proj
 

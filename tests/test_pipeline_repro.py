@@ -43,7 +43,7 @@ def test_tune_twice_in_fresh_directories_gives_the_same_bytes(tmp_path):
         root = tmp_path / f"clone{i}"
         root.mkdir()
         project = build_project(root, models=["svc", "tsgs3vm"], su=False,
-                                copy_package=False, edit=_small, repro=False)
+                                edit=_small, repro=False)
         env = {**project["env"], "PYTHONHASHSEED": hash_seed}
         _run([sys.executable, "-m", "dvc", "repro", "tune"], project["root"], env,
              timeout=900)
