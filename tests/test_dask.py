@@ -85,7 +85,7 @@ def _su(seed=0):
 
 # float64 and a fixed iteration count (the tolerance is not reached): both
 # paths take the same L-BFGS steps, apart from rounding far below float32's
-_OPT = {"tol": 1e-12, "max_iter": 30, "dtype": "float64", "random_state": 0}
+_OPT = {"tol": 1e-12, "max_iter": 12, "dtype": "float64", "random_state": 0}
 ESTIMATORS = {
     "TSGS3VM-nystroem": (lambda: TSGS3VM(**_OPT), _semi_all_landmarks),
     "TSGS3VM-fourier": (lambda: TSGS3VM(features="fourier", max_features=128,
