@@ -267,8 +267,8 @@ def test_the_lbfgs_finish_ends_every_stage_where_lbfgs_does():
     """The same fit: Newton alone ends its annealed stages more than 1e-3
     above L-BFGS's objective; with the L-BFGS finish (the default) every stage
     ends within 1e-4 of it or below (the stages are not convex and the two
-    L-BFGS runs start from different points: they stop within their gradient
-    tolerance at points some 1e-6 apart, by how the host's kernels round)."""
+    L-BFGS runs start from different points: they stop on no further
+    decrease at objectives up to 1e-5 apart, by how the kernels round)."""
     rng = np.random.default_rng(2)
     X = rng.normal(size=(400, 4))
     y = np.full(400, -1)
