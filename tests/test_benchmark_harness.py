@@ -176,8 +176,21 @@ def test_a_data_set_may_run_its_own_seeds(monkeypatch):
     assert seen == [("a", 0), ("a", 1), ("b", 3), ("b", 4), ("b", 5)]
 
 
-def test_the_safety_protocol_pairs_with_its_own_methods():
-    proto = harness.load_protocol("safety")
+@pytest.mark.parametrize("name", ["safety", "sslbook_safety"])
+def test_the_safety_protocol_pairs_with_its_own_methods(name):
+    proto = harness.load_protocol(name)
     names = {m["name"] for m in proto["methods"]}
     assert set(proto["paired_with"]) <= names
     assert proto["sigma"] == "scale"
+
+
+def test_the_sslbook_protocol_runs_the_official_splits_with_100_labels():
+    """Split number = seed, the 12 official splits of 100 labels, scored on
+    the split's unlabeled points (transduction)."""
+    proto = harness.load_protocol("sslbook_safety")
+    assert proto["seeds"] == list(range(12))
+    ds = next(d for d in proto["datasets"] if d["registry"] == "sslbook_bci")
+    arrays, info = harness.make_split(proto, dict(ds), None, 11)
+    assert info["n_labeled"] == 100
+    assert (arrays["y_train"] != -1).sum() == 100
+    assert info["n_test"] == info["n_unlabeled"] == arrays["X_train"].shape[0] - 100

@@ -234,7 +234,7 @@ def test_newton_is_the_default_minimiser_where_the_loss_has_curvature(monkeypatc
 @pytest.mark.xfail(strict=True, reason=(
     "known: on the da loss's annealed stages Newton with the clipped curvature "
     "converges linearly and stops at newton_max_iter above its tolerance; "
-    "SolverOptions.newton_finish (the default) finishes such a solve with "
+    "SolverOptions.newton_finish=True finishes such a solve with "
     "L-BFGS: test_the_lbfgs_finish_ends_every_stage_where_lbfgs_does"))
 def test_newton_alone_reaches_the_tolerance_of_every_solve(monkeypatch):
     """The Nyström fit of tests/test_nystroem.py with paper 004's rule:
@@ -265,7 +265,7 @@ def test_newton_alone_reaches_the_tolerance_of_every_solve(monkeypatch):
 
 def test_the_lbfgs_finish_ends_every_stage_where_lbfgs_does():
     """The same fit: Newton alone ends its annealed stages more than 1e-3
-    above L-BFGS's objective; with the L-BFGS finish (the default) every stage
+    above L-BFGS's objective; with the L-BFGS finish (newton_finish=True) every stage
     ends within 1e-4 of it or below (the stages are not convex and the two
     L-BFGS runs start from different points: they stop on no further
     decrease at objectives up to 1e-5 apart, by how the kernels round)."""
@@ -281,7 +281,7 @@ def test_the_lbfgs_finish_ends_every_stage_where_lbfgs_does():
         return np.asarray(est.objective_curve_)
 
     lbfgs = stages(primal_method="lbfgs")
-    finished, alone = stages(), stages(newton_finish=False)
+    finished, alone = stages(newton_finish=True), stages()
     assert len(lbfgs) == len(finished) == 3
     assert np.all(finished <= lbfgs * (1 + 1e-4)), (finished, lbfgs)
     assert alone[-1] > lbfgs[-1] * (1 + 1e-3), (alone, lbfgs)

@@ -58,25 +58,36 @@ class SolverOptions:
     primal_method : {"newton", "lbfgs"}, default="newton"
         The minimiser of each primal solve: truncated Newton with a
         sub-sampled Hessian (:mod:`weakkernels._dsg.newton`), or scipy's
-        L-BFGS. Newton is the default (with ``newton_finish``; the side by
-        side run is on docs/benchmarks/solvers.md).
+        L-BFGS. Newton is the default (the side by side run is on
+        docs/benchmarks/solvers.md).
         It needs the loss's curvature (``Problem.curvature``, given by
         TSGS3VM and FRS3VM); the other losses (TSGSU, QSG-S2AUC) use L-BFGS.
     newton_max_iter : int, default=20
-        Newton iterations per solve (at most ``lbfgs_max_iter`` too).
-    newton_finish : bool, default=True
-        A Newton solve that stops above its gradient tolerance (at
-        ``newton_max_iter``, or where its line search finds no decrease:
-        the clipped curvature of a non-convex loss can make it converge
-        slowly) is finished by L-BFGS from its iterate, within the
-        solve's iteration budget: every solve ends where L-BFGS alone would
-        stop (its gradient tolerance, or no further relative decrease).
-    selection_newton_max_iter : int or None, default=6
+        Newton iterations per solve (at most ``lbfgs_max_iter`` too). On a
+        non-convex stage (the clipped curvature of ``"da"``, the flat
+        curvature of ``"shg"``) Newton converges linearly and a solve can
+        stop here above its gradient tolerance: the iteration cap is then
+        part of the machine, as early stopping is (the same bits every
+        run), and the model selection ranks its candidates solved the same
+        way (``selection_newton_max_iter``).
+    newton_finish : bool, default=False
+        Finish a Newton solve that stops above its gradient tolerance (at
+        ``newton_max_iter``, or where its line search finds no decrease)
+        by L-BFGS from its iterate, within the solve's iteration budget:
+        every solve then ends where L-BFGS alone would stop (its gradient
+        tolerance, or no further relative decrease). Off by default: the
+        finish costs most of a fit where the stages are not convex and
+        changes its error within the seeds' spread
+        (docs/benchmarks/solvers.md, "The L-BFGS finish").
+    selection_newton_max_iter : int or None, default=None
         Newton iterations per solve of a model-selection candidate (the
-        folds' and the held-out part's fits, which only rank the C*
-        candidates; docs/benchmarks/solvers.md, "Model selection"), and
-        without the L-BFGS finish; None: ``newton_max_iter``, with the
-        finish. The fit returned keeps ``newton_max_iter`` and the finish.
+        folds' and the held-out part's fits), without the L-BFGS finish;
+        None: the candidates are solved as the machine returned is
+        (``newton_max_iter``, ``newton_finish``), so the choice scores the
+        machines it returns. A candidate stopped earlier can stay near the
+        supervised solution where the full solve leaves it (a collapse the
+        choice would then not see: docs/benchmarks/solvers.md, "The
+        candidates' iteration cap").
     newton_cg_max_iter : int, default=100
         Conjugate-gradient steps per Newton system.
     newton_cg_tol : float, default=0.1
@@ -149,8 +160,8 @@ class SolverOptions:
     primal_fold_min_rows: int | None = None
     primal_method: str = "newton"
     newton_max_iter: int = 20
-    newton_finish: bool = True
-    selection_newton_max_iter: int | None = 6
+    newton_finish: bool = False
+    selection_newton_max_iter: int | None = None
     newton_cg_max_iter: int = 100
     newton_cg_tol: float = 0.1
     newton_hessian_rows: int = 4096

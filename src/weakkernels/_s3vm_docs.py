@@ -128,9 +128,8 @@ default="auto"
         (:func:`weakkernels._selection.one_se_stage`). ``"cv"``: ``cv``-fold
         cross-validation over the labels (stratified, seeded), for labels too
         few to spare: the candidates' errors pooled over the folds (every
-        label scored once) decide by the one-SE rule against the given C*
-        (not C* = 0: a few labels resolve a collapse of the rule, not the
-        smaller gain of the unlabeled term); with ``unlabeled_loss="auto"``
+        label scored once) decide by the same one-SE rule against the
+        supervised machine (C* = 0); with ``unlabeled_loss="auto"``
         on a binary problem ``"ramp_cccp"`` at the given C* is one more
         candidate (``unlabeled_loss_`` says which loss was kept). Either way
         the machine returned is the fit on every label at the C* kept, bit

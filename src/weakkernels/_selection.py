@@ -62,10 +62,9 @@ def one_se_stage(errors, ref: int = 0) -> int:
     and among those the one with the fewest errors (the first on ties).
     Paper 004 chooses C* on a labeled validation set; the rule keeps the
     supervised machine unless the unlabeled term's gain is resolved, because
-    on data without cluster structure that term only costs. A cross-validated
-    choice on a few labels takes paper 004's rule as the reference instead
-    (``ref`` its stage): few labels resolve a collapse of the rule, not the
-    smaller gain of the unlabeled term.
+    on data without cluster structure that term only costs (S4VM's promise:
+    Li & Zhou, ICML 2011). The estimators' cross-validated and held-out
+    choices both take the supervised machine as the reference.
     """
     best, best_err = ref, np.inf
     if np.size(errors[ref]) < 2:

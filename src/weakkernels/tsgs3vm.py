@@ -337,7 +337,7 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
             return self._fit_candidate(data, problem, uname)
 
         opts = data.opts
-        if opts.selection_newton_max_iter is not None:  # candidates only rank
+        if opts.selection_newton_max_iter is not None:  # a cap of their own
             opts = dataclasses.replace(
                 opts, newton_max_iter=opts.selection_newton_max_iter,
                 newton_finish=False)
@@ -351,7 +351,9 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
             # out: every candidate fitted without each fold and scored on
             # it; the errors pooled over the folds (each label scored once,
             # by machines that did not see it) decide by the one-SE rule
-            # against paper 004's rule (the given C*, the given loss)
+            # against the supervised machine (C* = 0), as the held-out
+            # choice does: the unlabeled term is kept where its gain is
+            # resolved, at every size (docs/benchmarks/solvers.md)
             folds = StratifiedKFold(self.n_folds_, shuffle=True,
                                     random_state=seed % 2**32)
             pooled = {}
@@ -367,10 +369,8 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
                         if loss == uname or w > 0:  # one supervised candidate
                             pooled.setdefault((loss, w), []).append(err)
             cands = list(pooled)
-            # the reference is the rule, not the supervised machine: see
-            # one_se_stage
             keep = cands[one_se_stage([np.concatenate(pooled[c]) for c in cands],
-                                      ref=cands.index((uname, 1.0)))]
+                                      ref=cands.index((uname, 0.0)))]
             self.validation_errors_ = np.array(
                 [(C_star * w, np.concatenate(pooled[(loss, w)]).mean())
                  for loss, w in cands])
