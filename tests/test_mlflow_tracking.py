@@ -167,7 +167,7 @@ def test_resolved_params_are_the_values_used(store, tmp_path):
     from weakkernels.pipeline.tracking import log_resolved_params, resolved_params
 
     X, y, _ = two_gaussians(n=120, d=4, n_labeled=20)
-    est = TSGS3VM(C=3.0, max_features=64, random_state=0).fit(X, y)
+    est = TSGS3VM(C=3.0, max_features=64, random_state=0, selection=None).fit(X, y)
     got = resolved_params(est)
     assert got["C"] == 3.0 and got["sigma"] == "scale" and got["solver"] == "lbfgs"
     assert got["sigma_"] == pytest.approx(1.0 / (X.shape[1] * X.var()))

@@ -128,7 +128,7 @@ def test_the_registry_lists_every_public_estimator():
 @pytest.mark.parametrize("alias, name", [(True, "mean"), (False, "none")])
 def test_boolean_balance_is_deprecated_for_its_name(cls, alias, name):
     X, y = semi_data()
-    kw = dict(C_star=0.1, max_iter=5, random_state=0)
+    kw = dict(C_star=0.1, max_iter=5, random_state=0, selection=None)
     with pytest.warns(FutureWarning, match=f'balance="{name}"'):
         old = cls(balance=alias, **kw).fit(X, y)
     new = cls(balance=name, **kw).fit(X, y)

@@ -446,7 +446,8 @@ def test_clipped_balance_holds_on_every_unlabeled_row(small_levels):
     """The default constraint mean_U clip(f, -1, 1) = mean_L y holds on all the
     unlabeled rows the solver read, not on a sample."""
     X, _, y_semi = _data(n=900)
-    est = TSGS3VM(C=1.0, random_state=0, solver_options=small_levels).fit(X, y_semi)
+    est = TSGS3VM(C=1.0, random_state=0, selection=None,
+                  solver_options=small_levels).fit(X, y_semi)
     f = est.decision_function(X[y_semi == -1])
     r = np.where(y_semi[y_semi >= 0] == 1, 1.0, -1.0).mean()
     assert abs(np.clip(f, -1, 1).mean() - r) < 1e-5

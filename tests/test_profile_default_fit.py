@@ -55,12 +55,14 @@ def test_counts_match_the_solver(profile, selection):
     assert sum(s["nit"] for s in stages) > 0
     assert [f["fit"] for f in rec["fits"]] == (
         [f"cv_fold{i}" for i in range(3 if selection else 0)] + ["final"])
-    # rows read: each evaluation reads the labeled rows and, at w > 0, the
-    # unlabeled ones (one level here: every row)
+    # rows read: each evaluation reads the labeled rows and, at C* w > 0, the
+    # unlabeled ones (one level here: every row; the folds' C* is the rule,
+    # the final fit's the C* kept)
     for key, s in rec["stages"].items():
         w = float(key.split("w=")[1])
         fit = next(f for f in rec["fits"] if f["fit"] == key.split("|")[0])
-        per_eval = fit["sizes"][0] + (fit["sizes"][1] if w > 0 else 0)
+        c_star = est.C_star_ if fit["fit"] == "final" else 1.0
+        per_eval = fit["sizes"][0] + (fit["sizes"][1] if w * c_star > 0 else 0)
         assert s["rows_read"] == s["evaluations"] * per_eval
     # the exclusive seconds add up to the fit (the rest: the caller's timer)
     total = sum(p["cpu_s"] for p in rec["phases"].values())

@@ -15,6 +15,7 @@ documented ``C_star`` defaults after ``fit``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import subprocess
@@ -24,6 +25,8 @@ import numpy as np
 import pytest
 import worker
 import yaml
+
+from weakkernels import SolverOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 PROTOCOLS = sorted((ROOT / "benchmarks" / "protocols").glob("*.yaml"))
@@ -50,6 +53,22 @@ def _num(text: str) -> float:
     text = text.strip()
     m = re.fullmatch(r"2\^(-?\d+)", text)
     return 2.0 ** int(m.group(1)) if m else float(text)
+
+
+OPTION_FIELDS = {f.name for f in dataclasses.fields(SolverOptions)}
+
+
+def _option(text: str):
+    """A SolverOptions value as a label writes it."""
+    if text in ("True", "true", "False", "false"):
+        return text in ("True", "true")
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text
 
 
 def _defaults(method: str) -> dict:
@@ -278,12 +297,15 @@ def label_problems(row: dict) -> list[str]:
                 need("learning_rate", "fixed", "gamma (paper 000's fixed step)")
     if "no C* choice" in label:  # C* as given, not chosen on held-out labels
         need("selection", None, "no C* choice")
-    m = re.search(r"primal_method=(\w+)", label)  # SolverOptions(primal_method=)
-    if m:
+    # SolverOptions fields named as field=value (primal_method=lbfgs,
+    # newton_finish=True): exactly the row's solver_options
+    said = {k: _option(v) for k, v in re.findall(r"\b(\w+)=([\w.]+)", label)
+            if k in OPTION_FIELDS}
+    if said:
         named.add("solver_options")
         options = p.get("solver_options") or {}
-        if options != {"primal_method": m.group(1)}:
-            out.append(f"primal_method={m.group(1)}: solver_options={options!r}")
+        if options != said:
+            out.append(f"{said} named: solver_options={options!r}")
     # -- every parameter set away from the default is named
     free = {"sigma", "C", "C_star"}
     if method == "qsgs2auc":
@@ -503,7 +525,7 @@ def test_default_cstar_is_C_nl_over_nu(cls_name, solver, C):
 
     X, y = _semi()
     est = getattr(weakkernels, cls_name)(C=C, solver=solver, max_iter=5,
-                                          random_state=0, **(
+                                          random_state=0, selection=None, **(
         {"max_features": 64} if cls_name == "TSGS3VM" else {"n_components": 64}))
     est.fit(X, y)
     assert est.C_star_ == pytest.approx(C * 30 / 170, rel=1e-12)

@@ -102,5 +102,5 @@ def test_laplacian_heavy_tailed_frequencies_are_not_refused():
     # ordinary data must not be refused because of them.
     X, y_semi, y = two_gaussians(n=300, d=10)
     est = TSGS3VM(kernel="laplacian", sigma=0.1, max_iter=50, batch_size=32,
-                  block_size=64, random_state=0).fit(X, y_semi)
+                  block_size=64, random_state=0, selection=None).fit(X, y_semi)
     assert np.mean(est.predict(X) == y) > 0.8

@@ -146,14 +146,23 @@ def test_fit_matches_naive_reference_step_by_step(balance, anneal, loss):
 
 # ----------------------------------------------------------- accuracy ----
 def test_tsgs3vm_beats_supervised_svm_on_cluster_data():
+    """Paper 004's rule (``selection=None``) uses the clusters: below 12 %
+    where SVC on the 10 labels errs on 16 %. The default's cross-validated
+    choice does not resolve that gain on 10 labels (C* = 0 errs on one of
+    them, every other candidate on none: within one SE) and keeps the
+    supervised machine -- no better than SVC, and no worse: the price of the
+    one-SE rule against C* = 0 on few labels."""
     X, y, yt = two_gaussians(n=600, d=10, n_labeled=10, sep=3.0, seed=2)
     U = y == -1
     svc = SVC(C=10, gamma=0.05).fit(X[~U], y[~U])
     err_svc = np.mean(svc.predict(X[U]) != yt[U])
-    est = TSGS3VM(C=10, sigma=0.05, random_state=0).fit(X, y)
+    est = TSGS3VM(C=10, sigma=0.05, random_state=0, selection=None).fit(X, y)
     err = np.mean(est.predict(X[U]) != yt[U])
     assert err < 0.12
     assert err <= err_svc
+    default = TSGS3VM(C=10, sigma=0.05, random_state=0).fit(X, y)
+    assert (default.selection_, default.C_star_) == ("cv", 0.0)
+    assert np.mean(default.predict(X[U]) != yt[U]) <= err_svc + 0.01
 
 
 def test_multiclass_one_vs_rest_shares_features():
@@ -569,20 +578,22 @@ def test_lbfgs_anneal_stages_and_callback():
     X, y, _ = two_gaussians(n=200, d=5, n_labeled=20, seed=6)
     seen = []
     est = TSGS3VM(callback=lambda e, t: seen.append((t, e.decision_function(X[:3]))),
-                  **FAST_LBFGS).fit(X, y)
+                  selection=None, **FAST_LBFGS).fit(X, y)
     assert len(seen) == len(est.objective_curve_) == 3  # C* stages 0, .1, 1
     assert [t for t, _ in seen] == sorted(t for t, _ in seen)
     np.testing.assert_array_equal(seen[-1][1], est.decision_function(X[:3]))
-    no_anneal = TSGS3VM(anneal=0, balance="mean", **FAST_LBFGS).fit(X, y)
+    no_anneal = TSGS3VM(anneal=0, balance="mean", selection=None,
+                        **FAST_LBFGS).fit(X, y)
     assert len(no_anneal.objective_curve_) == 1
     # an anchored balance needs the supervised stage to anchor on
-    anchored = TSGS3VM(anneal=0, **FAST_LBFGS).fit(X, y)
+    anchored = TSGS3VM(anneal=0, selection=None, **FAST_LBFGS).fit(X, y)
     assert len(anchored.objective_curve_) == 2
 
 
 def test_mean_balance_holds_exactly_on_the_unlabeled_points():
     X, y, _ = two_gaussians(n=300, d=4, n_labeled=30, seed=23)
-    est = TSGS3VM(C=3.0, balance="mean", random_state=0, dtype="float64").fit(X, y)
+    est = TSGS3VM(C=3.0, balance="mean", random_state=0, dtype="float64",
+                  selection=None).fit(X, y)
     lab = y != -1
     r = np.mean(np.where(y[lab] == 1, 1.0, -1.0))
     np.testing.assert_allclose(est.decision_function(X[~lab]).mean(), r, atol=1e-8)
@@ -594,7 +605,8 @@ def test_supervised_balance_holds_the_supervised_machines_unlabeled_mean():
     fitted here independently as TSGS3VM(C_star=0, balance="none")."""
     X, y, _ = two_gaussians(n=300, d=4, n_labeled=30, seed=23)
     lab = y != -1
-    kw = {"C": 3.0, "random_state": 0, "dtype": "float64", "tol": 1e-10}
+    kw = {"C": 3.0, "random_state": 0, "dtype": "float64", "tol": 1e-10,
+          "selection": None}
     sup = TSGS3VM(C_star=0.0, balance="none", **kw).fit(X, y)
     est = TSGS3VM(balance="supervised", **kw).fit(X, y)
     target = sup.decision_function(X[~lab]).mean()
@@ -609,7 +621,7 @@ def test_supervised_balance_holds_the_supervised_machines_unlabeled_mean():
 
 def test_resolved_defaults_are_visible_after_fit():
     X, y, _ = two_gaussians(n=300, d=4, n_labeled=30, seed=24)
-    est = TSGS3VM(C=2.0, **FAST_LBFGS).fit(X, y)
+    est = TSGS3VM(C=2.0, selection=None, **FAST_LBFGS).fit(X, y)
     assert est.sigma_ == pytest.approx(1.0 / (4 * X.var()))
     assert est.C_star_ == pytest.approx(2.0 * 30 / 270)
     assert est.get_params()["sigma"] == "scale"
@@ -624,7 +636,7 @@ def test_auto_losses_are_the_named_pair_bit_for_bit(Est, tmp_path):
     for n_classes, pair in ((2, ("da", "clipped")), (3, ("shg", "mean"))):
         X, y, _ = two_gaussians(n=300, d=4, n_labeled=30, sep=4.0, seed=5,
                                 n_classes=n_classes)
-        fast = dict(max_iter=50, random_state=0)
+        fast = dict(max_iter=50, random_state=0, selection=None)
         auto = Est(C=10, **fast).fit(X, y)
         named = Est(C=10, unlabeled_loss=pair[0], balance=pair[1], **fast).fit(X, y)
         assert auto.get_params()["unlabeled_loss"] == "auto"
@@ -694,7 +706,7 @@ def test_ramp_cccp_steps_descend_the_nonconvex_objective(monkeypatch):
     X, y, _ = two_gaussians(n=240, d=4, n_labeled=16, sep=2.0, seed=31)
     kw = dict(C=5.0, unlabeled_loss="ramp_cccp", balance="mean",
               features="fourier", max_features=64, dtype="float64", tol=1e-9,
-              random_state=0)
+              random_state=0, selection=None)
     values = []
     for steps in (1, 2, 3, 5, 20):
         opts = SolverOptions(cccp_max_steps=steps)
@@ -718,7 +730,7 @@ def test_ramp_cccp_steps_descend_the_nonconvex_objective(monkeypatch):
 
 def test_ramp_cccp_is_deterministic_and_needs_lbfgs():
     X, y, _ = two_gaussians(n=200, d=5, n_labeled=20, seed=6)
-    kw = dict(unlabeled_loss="ramp_cccp", **FAST_LBFGS)
+    kw = dict(unlabeled_loss="ramp_cccp", selection=None, **FAST_LBFGS)
     a, b = TSGS3VM(**kw).fit(X, y), TSGS3VM(**kw).fit(X, y)
     assert a.to_bytes() == b.to_bytes()
     # no annealing stages: the supervised anchor stage, then the CCCP stage
@@ -844,8 +856,9 @@ def test_the_fit_after_a_cross_validated_choice_is_the_fit_at_that_choice(
     cv = TSGS3VM(**kw).fit(X, y)
     rule = 10 * 100 / 500
     assert (cv.selection_, cv.n_folds_, cv.validation_fraction_) == ("cv", 5, None)
-    # every label scored once per candidate; the reference is the rule
-    assert seen == {"n": [100] * 6, "ref": 2}
+    # every label scored once per candidate; the reference is the
+    # supervised machine (C* = 0), the first candidate
+    assert seen == {"n": [100] * 6, "ref": 0}
     assert cv.validation_losses_ == ("da",) * 5 + ("ramp_cccp",)
     np.testing.assert_allclose(cv.validation_errors_[:, 0],
                                np.array([0.0, 0.1, 1.0, 3.0, 10.0, 1.0]) * rule)
