@@ -147,11 +147,11 @@ def test_fit_matches_naive_reference_step_by_step(balance, anneal, loss):
 # ----------------------------------------------------------- accuracy ----
 def test_tsgs3vm_beats_supervised_svm_on_cluster_data():
     """Paper 004's rule (``selection=None``) uses the clusters: below 12 %
-    where SVC on the 10 labels errs on 16 %. The default's cross-validated
-    choice does not resolve that gain on 10 labels (C* = 0 errs on one of
-    them, every other candidate on none: within one SE) and keeps the
-    supervised machine -- no better than SVC, and no worse: the price of the
-    one-SE rule against C* = 0 on few labels."""
+    and below SVC on the 10 labels. The default's cross-validated choice
+    does not resolve that gain on 10 labels (C* = 0 errs on one of them,
+    every other candidate on none: within one SE) and keeps the supervised
+    machine -- no better than SVC, and no worse: the price of the one-SE
+    rule against C* = 0 on few labels (docs/benchmarks/solvers.md)."""
     X, y, yt = two_gaussians(n=600, d=10, n_labeled=10, sep=3.0, seed=2)
     U = y == -1
     svc = SVC(C=10, gamma=0.05).fit(X[~U], y[~U])
