@@ -58,19 +58,6 @@ def _num(text: str) -> float:
 OPTION_FIELDS = {f.name for f in dataclasses.fields(SolverOptions)}
 
 
-def _option(text: str):
-    """A SolverOptions value as a label writes it."""
-    if text in ("True", "true", "False", "false"):
-        return text in ("True", "true")
-    try:
-        return int(text)
-    except ValueError:
-        try:
-            return float(text)
-        except ValueError:
-            return text
-
-
 def _defaults(method: str) -> dict:
     p = {"C_star": None} if method in S3VM else {}
     return worker.make_estimator(method, p, 0).get_params()
@@ -298,8 +285,9 @@ def label_problems(row: dict) -> list[str]:
     if "no C* choice" in label:  # C* as given, not chosen on held-out labels
         need("selection", None, "no C* choice")
     # SolverOptions fields named as field=value (primal_method=lbfgs,
-    # newton_finish=True): exactly the row's solver_options
-    said = {k: _option(v) for k, v in re.findall(r"\b(\w+)=([\w.]+)", label)
+    # newton_finish=True; values read as the protocol's YAML reads them):
+    # exactly the row's solver_options
+    said = {k: yaml.safe_load(v) for k, v in re.findall(r"\b(\w+)=([\w.]+)", label)
             if k in OPTION_FIELDS}
     if said:
         named.add("solver_options")
