@@ -287,7 +287,9 @@ def label_problems(row: dict) -> list[str]:
     # SolverOptions fields named as field=value (primal_method=lbfgs,
     # newton_finish=True; values read as the protocol's YAML reads them):
     # exactly the row's solver_options
-    said = {k: yaml.safe_load(v) for k, v in re.findall(r"\b(\w+)=([\w.]+)", label)
+    # values as the protocol's own YAML reads them; None as Python spells it
+    said = {k: None if v == "None" else yaml.safe_load(v)
+            for k, v in re.findall(r"\b(\w+)=([\w.]+)", label)
             if k in OPTION_FIELDS}
     if said:
         named.add("solver_options")

@@ -68,8 +68,8 @@ class SolverOptions:
         curvature of ``"shg"``) Newton converges linearly and a solve can
         stop here above its gradient tolerance: the iteration cap is then
         part of the machine, as early stopping is (the same bits every
-        run), and the model selection ranks its candidates solved the same
-        way (``selection_newton_max_iter``).
+        run); the model selection's candidates have a cap of their own
+        (``selection_newton_max_iter``).
     newton_finish : bool, default=False
         Finish a Newton solve that stops above its gradient tolerance (at
         ``newton_max_iter``, or where its line search finds no decrease)
@@ -79,15 +79,16 @@ class SolverOptions:
         finish costs most of a fit where the stages are not convex and
         changes its error within the seeds' spread
         (docs/benchmarks/solvers.md, "The L-BFGS finish").
-    selection_newton_max_iter : int or None, default=None
+    selection_newton_max_iter : int or None, default=6
         Newton iterations per solve of a model-selection candidate (the
         folds' and the held-out part's fits), without the L-BFGS finish;
         None: the candidates are solved as the machine returned is
         (``newton_max_iter``, ``newton_finish``), so the choice scores the
-        machines it returns. A candidate stopped earlier can stay near the
-        supervised solution where the full solve leaves it (a collapse the
-        choice would then not see: docs/benchmarks/solvers.md, "The
-        candidates' iteration cap").
+        machines it returns. The cap makes the choice cheaper; a candidate
+        stopped earlier can stay near the supervised solution where the
+        full solve leaves it (the collapse it was once blamed for, and the
+        side by side runs that chose the cap: docs/benchmarks/solvers.md,
+        "The candidates' iteration cap").
     newton_cg_max_iter : int, default=100
         Conjugate-gradient steps per Newton system.
     newton_cg_tol : float, default=0.1
@@ -161,7 +162,7 @@ class SolverOptions:
     primal_method: str = "newton"
     newton_max_iter: int = 20
     newton_finish: bool = False
-    selection_newton_max_iter: int | None = None
+    selection_newton_max_iter: int | None = 6
     newton_cg_max_iter: int = 100
     newton_cg_tol: float = 0.1
     newton_hessian_rows: int = 4096
