@@ -128,11 +128,13 @@ def gaussians(n: int, d: int, bayes_error: float, seed: int):
 
 
 def load_data(spec: dict, seed: int):
-    """``(X, y01)`` of a data set spec (registry name or synthetic)."""
+    """``(X, y01, splits)`` of a data set spec (registry name or synthetic):
+    ``splits`` the set's official ``(labeled, unlabeled)`` index lists where
+    the spec asks for them (``official_splits``), else None."""
     if spec.get("synthetic") == "gaussians":
         n = spec["n"]
         # the data themselves depend on the seed: every seed is a new sample
-        return gaussians(n, spec["d"], spec["bayes_error"], 10_000 + seed)
+        return (*gaussians(n, spec["d"], spec["bayes_error"], 10_000 + seed), None)
     from weakkernels.pipeline.datasets import load_raw
 
     raw = load_raw(spec["registry"], DATA, **spec.get("options", {}))
@@ -143,17 +145,18 @@ def load_data(spec: dict, seed: int):
         y = np.searchsorted(np.unique(y_raw), y_raw).astype(np.int64)
     else:
         y = (y_raw == (y_raw.max() if pos == "max" else pos)).astype(np.int64)
-    if spec.get("official_splits"):
-        spec["_splits"] = (raw.split_labeled, raw.split_unlabeled)
-    return X, y
+    splits = ((raw.split_labeled, raw.split_unlabeled)
+              if spec.get("official_splits") else None)
+    return X, y, splits
 
 
 _DATA_CACHE: dict = {}
 
 
 def cached_data(spec: dict, seed: int):
-    key = json.dumps({k: v for k, v in spec.items() if k != "_splits"},
-                     sort_keys=True) + (
+    """:func:`load_data`, the last set kept in memory (the key is the spec's
+    content: a copy of the spec finds it too)."""
+    key = json.dumps(spec, sort_keys=True) + (
         f"#{seed}" if spec.get("synthetic") else "")
     if key not in _DATA_CACHE:
         _DATA_CACHE.clear()  # one data set in memory at a time
@@ -182,7 +185,7 @@ def make_split(proto: dict, ds: dict, n_u: int | None, seed: int):
     split builder (one class positive, ``n_pairs`` similar pairs by the class
     prior, ``n_u`` unlabeled, test = ``ceil(n_u / 3)``).
     """
-    X, y = cached_data(ds, seed)
+    X, y, splits = cached_data(ds, seed)
     task = proto["task"]
     rng = np.random.default_rng(seed)
     n_val = int(proto.get("n_val", 1000))
@@ -201,7 +204,7 @@ def make_split(proto: dict, ds: dict, n_u: int | None, seed: int):
     if ds.get("official_splits"):
         # Chapelle's benchmark splits: split number = seed; the test error is
         # measured on the unlabeled points (transduction, paper 004 Sec. 1.6.1).
-        L, U = ds["_splits"]
+        L, U = splits
         lab, unl = L[seed], U[seed]
         val = rng.choice(unl, size=min(n_val, unl.size), replace=False)
         test = unl

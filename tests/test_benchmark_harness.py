@@ -11,6 +11,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import harness
@@ -194,3 +195,17 @@ def test_the_sslbook_protocol_runs_the_official_splits_with_100_labels():
     assert info["n_labeled"] == 100
     assert (arrays["y_train"] != -1).sum() == 100
     assert info["n_test"] == info["n_unlabeled"] == arrays["X_train"].shape[0] - 100
+
+
+def test_official_splits_survive_a_fresh_copy_of_the_spec_per_seed():
+    """A caller that passes a new ``dict(ds)`` for every seed reads the set
+    from the cache and still gets each seed's own official split."""
+    proto = harness.load_protocol("sslbook_safety")
+    ds = next(d for d in proto["datasets"] if d["registry"] == "sslbook_bci")
+    _, y, (L, U) = harness.load_data(dict(ds), 0)
+    for seed in (0, 1, 0):
+        arrays, info = harness.make_split(proto, dict(ds), None, seed)
+        assert info["n_labeled"] == L[seed].size
+        np.testing.assert_array_equal(arrays["y_train"][: L[seed].size], y[L[seed]])
+        np.testing.assert_array_equal(arrays["y_test"], y[U[seed]])
+    assert not np.array_equal(U[0], U[1])
