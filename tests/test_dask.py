@@ -86,9 +86,9 @@ def _su(seed=0):
 # float64 and a fixed iteration count (the tolerance is not reached): both
 # paths take the same L-BFGS steps, apart from rounding far below float32's
 _OPT = {"tol": 1e-12, "max_iter": 12, "dtype": "float64", "random_state": 0}
-# selection="auto" cross-validates C* on a NumPy input of this size but not on
-# a Dask one (weakkernels._selection.resolve_selection): the S3VMs compare
-# the one fit at the given C*
+# the machinery tests compare the S3VMs' one fit at the given C* (the k + 1
+# fits of selection="auto"'s cross-validation at this size are tested once,
+# test_the_default_choice_of_c_star_is_the_in_memory_one)
 _S3VM = {**_OPT, "selection": None}
 ESTIMATORS = {
     "TSGS3VM-nystroem": (lambda: TSGS3VM(**_S3VM), _semi_all_landmarks),
@@ -136,6 +136,23 @@ def test_dask_fit_is_the_in_memory_fit(client, streamed, name, sparse):
     np.testing.assert_array_equal(est.predict(Xd).compute(), est.predict(X))
     np.testing.assert_allclose(est.predict_proba(Xd).compute(),
                                est.predict_proba(X), rtol=1e-12)
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+def test_the_default_choice_of_c_star_is_the_in_memory_one(client, streamed, sparse):
+    """selection="auto" cross-validates C* on this small problem (with the
+    ramp_cccp candidate) on a Dask input as on the same rows in memory: the
+    same candidates, validation errors and model bit for bit, also where
+    every level would stream to the workers."""
+    X, y = _semi(n=300)  # 40 labels: five folds
+    fmt = sp.csr_matrix if sparse else np.asarray
+    ref = TSGS3VM(**_OPT, solver_options=streamed).fit(fmt(X), y)
+    est = TSGS3VM(**_OPT, solver_options=streamed).fit(*_dask(X, y, sparse))
+    assert ref.selection_ == est.selection_ == "cv"
+    assert est.validation_losses_ == ref.validation_losses_
+    assert "ramp_cccp" in est.validation_losses_
+    np.testing.assert_array_equal(est.validation_errors_, ref.validation_errors_)
+    assert est.to_bytes() == ref.to_bytes()
 
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])

@@ -889,9 +889,8 @@ def test_held_out_labels_are_deterministic_and_need_lbfgs():
         TSGS3VM(selection="holdout", validation_fraction=0.4, solver="sgd").fit(X, y)
 
 
-def _choice(y, n_rows, selection="auto", fraction="auto", cv=5, solver="lbfgs",
-            distributed=False):
-    return resolve_selection(selection, fraction, cv, y, solver, n_rows, distributed)
+def _choice(y, n_rows, selection="auto", fraction="auto", cv=5, solver="lbfgs"):
+    return resolve_selection(selection, fraction, cv, y, solver, n_rows)
 
 
 NONE = (None, None)
@@ -918,7 +917,6 @@ def test_auto_holds_out_a_fifth_of_the_labels_between_the_two():
     candidates still face the supervised machine on held-out labels."""
     y = np.repeat([0, 1], [600, 400])
     assert _choice(y, 61_000) == ("holdout", 0.2)
-    assert _choice(y, 61_000, distributed=True) == ("holdout", 0.2)
     assert _choice(y, 61_000, solver="sgd") == NONE
     # a class of one label cannot be on both sides
     assert _choice(np.r_[y, 2], 61_000) == NONE
@@ -933,7 +931,6 @@ def test_auto_cross_validates_where_every_row_is_a_landmark():
     assert _choice(y, 4096, cv=3) == ("cv", 3)
     assert _choice(y, 4097) == ("holdout", 0.2)
     assert _choice(y, 1500, solver="sgd") == NONE
-    assert _choice(y, 1500, distributed=True) == NONE
     # five folds need five labels of every class
     assert _choice(y[:64], 1500) == NONE
     # one-vs-rest too (without the ramp_cccp candidate)

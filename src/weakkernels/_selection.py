@@ -146,16 +146,16 @@ def _holdout_fraction(value, y_labeled, counts):
 
 
 def resolve_selection(selection, validation_fraction, cv, y_labeled, solver: str,
-                      n_rows: int, distributed: bool = False):
+                      n_rows: int):
     """How an S3VM chooses C* on this fit: ``("holdout", fraction)``,
     ``("cv", folds)`` or ``(None, None)`` (C* as given).
 
     ``selection`` is the estimator's switch (``"auto"``, ``"holdout"``,
     ``"cv"`` or None), ``validation_fraction`` the held-out fraction (or
     ``"auto"``), ``cv`` the folds; ``y_labeled`` the labels, ``n_rows``
-    labeled + unlabeled rows, ``distributed`` a Dask input (no
-    cross-validation by ``"auto"``). An explicit choice the labels cannot
-    carry is an error; ``"auto"`` falls back to none instead.
+    labeled + unlabeled rows (a Dask input resolves as its rows in memory
+    do). An explicit choice the labels cannot carry is an error; ``"auto"``
+    falls back to none instead.
 
     Examples
     --------
@@ -192,8 +192,7 @@ def resolve_selection(selection, validation_fraction, cv, y_labeled, solver: str
     if y_labeled.size >= AUTO_VALIDATION_MIN_LABELS:
         return ("holdout", frac) if counts.min() * frac >= 1 else (None, None)
     if n_rows <= AUTO_CV_MAX_ROWS:
-        return (("cv", int(cv)) if not distributed and counts.min() >= cv
-                else (None, None))
+        return ("cv", int(cv)) if counts.min() >= cv else (None, None)
     # a held-out part needs a label of every class on both sides
     held = math.ceil(frac * y_labeled.size)
     if counts.min() >= 2 and counts.size <= held <= y_labeled.size - counts.size:

@@ -71,6 +71,7 @@ from weakkernels._s3vm_losses import (
 # public here as before the split (tests, docs/fidelity.md)
 from weakkernels._s3vm_losses import hinge_grad as hinge_grad
 from weakkernels._selection import (
+    AUTO_CV_MAX_ROWS,
     SELECTIONS,
     c_star_rule,
     one_se_stage,
@@ -178,8 +179,15 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
         # (C* = 0 leaves nothing to choose: every candidate is a multiple)
         self.selection_, value = resolve_selection(
             self.selection, self.validation_fraction, self.cv, yl, self.solver,
-            data.X.shape[0], hasattr(data.X, "primal_set")) if C_star > 0 \
-            else (None, None)
+            data.X.shape[0]) if C_star > 0 else (None, None)
+        if (self.selection_ == "cv" and hasattr(data.X, "primal_set")
+                and data.X.shape[0] <= AUTO_CV_MAX_ROWS):
+            # a Dask input small enough to cross-validate is fitted on the
+            # client, as the same rows in memory are (the same model bit for
+            # bit): the ramp_cccp candidate re-linearises its slopes there,
+            # which tasks that received the loss once would not follow
+            X = data.X[slice(None)]
+            data.X, data.first, data.rest = X, (X, data.first[1]), (X, data.rest[1])
         self.validation_fraction_ = value if self.selection_ == "holdout" else None
         self.n_folds_ = value if self.selection_ == "cv" else None
 
@@ -217,7 +225,9 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
         # default loss: ramp_cccp at the rule is one more candidate, the loss
         # that follows CCCP-TSVM on cluster-structured sets (g241n)
         cv = self.selection_ == "cv"
-        ramp_candidate = cv and K == 1 and self.unlabeled_loss == "auto"
+        # (not on Dask rows: see _prepare)
+        ramp_candidate = (cv and K == 1 and self.unlabeled_loss == "auto"
+                          and not hasattr(data.X, "primal_set"))
         # ramp_cccp: the slope of the linearised concave part per unlabeled
         # row and output, set by the solver at each concave-convex step
         data.slope = (np.zeros((n_u, K))
