@@ -12,12 +12,14 @@ import numba
 import numpy as np
 import pytest
 
-from weakkernels import TSGS3VM, SolverOptions
+from weakkernels import TSGS3VM, SolverOptions, tsgs3vm
 from weakkernels._dsg import Problem, fit_expansion
 from weakkernels._dsg.newton import _Hessian, newton_minimize
 from weakkernels._dsg.primal import PrimalSolver
 from weakkernels.random_features import FeatureSpec
 from weakkernels.tsgs3vm import (
+    FLAT_LABELED,
+    FLAT_UNLABELED,
     LABELED_LOSSES,
     UNLABELED_LOSSES,
     labeled_loss_curvature,
@@ -145,6 +147,50 @@ def test_unlabeled_curvature_is_the_clipped_derivative_of_the_gradient(name):
         second = _finite_difference(lambda x: unlabeled_loss_grad(name, x), f)
     np.testing.assert_allclose(unlabeled_loss_curvature(name, f),
                                np.maximum(second, 0.0), atol=1e-5)
+
+
+@pytest.mark.parametrize("name", LABELED_LOSSES + UNLABELED_LOSSES)
+def test_the_flat_losses_are_those_without_curvature(name):
+    """``FLAT_LABELED`` / ``FLAT_UNLABELED`` (Newton skips their sets) are
+    exactly the losses whose curvature is zero everywhere."""
+    z = np.linspace(-3, 3, 601)
+    labeled = name in LABELED_LOSSES
+    c = (labeled_loss_curvature(name, z) if labeled
+         else unlabeled_loss_curvature(name, z))
+    assert (name in (FLAT_LABELED if labeled else FLAT_UNLABELED)) == (not np.any(c))
+
+
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_skipping_the_flat_sets_is_the_same_fit(monkeypatch, loss):
+    """A one-vs-rest fit on the symmetric hinge (no curvature on the
+    unlabeled rows): Newton's Hessian never samples the unlabeled set, and
+    the model is the one that sampled it and found zeros, bit for bit."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(450, 4))
+    y = np.argmax(X[:, :3], axis=1)
+    y[rng.random(450) < 0.85] = -1
+    kw = dict(random_state=0, selection=None, loss=loss, solver_options=replace(
+        SolverOptions(), newton_hessian_rows=64))
+    seen = []
+    sets = PrimalSolver.hessian_sets
+
+    def spy(self, w):
+        out = sets(self, w)
+        seen.append([s for s, _, _ in out])
+        return out
+
+    monkeypatch.setattr(PrimalSolver, "hessian_sets", spy)
+    skipped = TSGS3VM(**kw).fit(X, y)
+    assert skipped.unlabeled_loss_ == "shg"
+    assert seen and all(1 not in s for s in seen)
+    if loss == "hinge":  # no set has curvature: the Hessian is lam I
+        assert all(s == [] for s in seen)
+    monkeypatch.setattr(tsgs3vm, "FLAT_LABELED", ())
+    monkeypatch.setattr(tsgs3vm, "FLAT_UNLABELED", ())
+    seen.clear()
+    sampled = TSGS3VM(**kw).fit(X, y)
+    assert any(1 in s for s in seen)
+    assert sampled.to_bytes() == skipped.to_bytes()
 
 
 def test_newton_fits_are_the_same_bits_for_any_thread_count():

@@ -223,11 +223,16 @@ def labeled_loss_grad(name: str, margin: np.ndarray) -> np.ndarray:
     return -np.minimum(h / _SMOOTH_DELTA, 1.0)
 
 
+# the losses without curvature (piecewise linear): labeled, unlabeled
+FLAT_LABELED = ("hinge",)
+FLAT_UNLABELED = ("shg", "ramp")
+
+
 def labeled_loss_curvature(name: str, margin: np.ndarray) -> np.ndarray:
     """``d^2 l / dz^2`` of :func:`labeled_loss` (0 at and beyond the kinks:
     the generalised Hessian of a piecewise quadratic)."""
     h = np.maximum(0.0, 1.0 - margin)
-    if name == "hinge":
+    if name in FLAT_LABELED:
         return np.zeros_like(h)
     if name == "squared_hinge":
         return 2.0 * (h > 0.0)
@@ -238,7 +243,7 @@ def unlabeled_loss_curvature(name: str, f: np.ndarray, s: float = -0.3) -> np.nd
     """The convex part of ``u''(f)`` of :func:`unlabeled_loss`, negative
     curvature clipped to 0 (for ``"ramp_cccp"``: of its convex majorant,
     :func:`ramp_cccp_convex`)."""
-    if name in ("shg", "ramp"):
+    if name in FLAT_UNLABELED:
         return np.zeros_like(f)
     if name == "sshg":
         return (np.abs(f) < 1.0).astype(np.float64)

@@ -53,6 +53,8 @@ from weakkernels._s3vm_docs import fill_doc
 from weakkernels._s3vm_losses import (
     _ANCHORS,
     _BALANCE,
+    FLAT_LABELED,
+    FLAT_UNLABELED,
     LABELED_LOSSES,
     UNLABELED_LOSSES,
     balancing_bias,
@@ -328,6 +330,8 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
             and not sgd else r,
             uses=lambda w: [True, w * C_star > 0] + [False] * bool(held),
             pointwise=pointwise, curvature=curvature, outputs_on=1,
+            flat=lambda s, w: (lname in FLAT_LABELED if s == 0
+                               else uname in FLAT_UNLABELED),
             majorize=partial(self._majorize, data) if cccp else None,
             select=(2, partial(_held_out_errors, held[1])) if held else None,
             options=opts or data.opts, feature_cache=data.feature_cache,

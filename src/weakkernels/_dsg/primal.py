@@ -166,12 +166,14 @@ class PrimalSolver:
         ``w``, on which :mod:`~weakkernels._dsg.newton` estimates the
         Hessian: the level's rows of a set of at most
         ``options.newton_hessian_rows`` rows, else a seeded sample of that
-        many of them (held, built once per level)."""
+        many of them (held, built once per level); not the sets whose loss
+        has no curvature (``Problem.flat``)."""
         cur, cap = self.cur, self.opts.newton_hessian_rows
         held = cur.setdefault("hessian_sets", {})
+        flat = self.problem.flat
         out = []
         for s, u in enumerate(self.used_sets(w)):
-            if not u:
+            if not u or (flat is not None and flat(s, w)):
                 continue
             if s not in held:
                 idx = cur["idx"][s]

@@ -57,6 +57,11 @@ class Problem:
         generalised Hessian), scaled as ``pointwise`` is for ``m`` rows
         drawn. Needed by ``options.primal_method="newton"``; without it the
         primal solver uses L-BFGS.
+    flat : callable ``flat(s, w) -> bool`` or None
+        With ``curvature``: True where set ``s``'s loss at weight ``w`` has
+        no curvature at any output (a piecewise-linear loss), so that Newton
+        neither samples the set nor reads its features for the Hessian
+        (``curvature`` would give zeros there: the same steps, bit for bit).
     moments : callable ``moments(totals, ms, w) -> (value, coefs)`` or None
         L-BFGS only, one output (``K = 1``): the same loss as ``loss``,
         which depends on the outputs of each set only through their sums
@@ -110,7 +115,8 @@ class Problem:
     def __init__(self, sets, n_outputs, loss, *, lam=1.0, intercept="none",
                  balance=None, balance_set=1, balance_target=None, uses=None,
                  pointwise=None, outputs_on=None, majorize=None, select=None,
-                 moments=None, curvature=None, options=None, feature_cache=None):
+                 moments=None, curvature=None, flat=None, options=None,
+                 feature_cache=None):
         if moments is not None and (int(n_outputs) != 1 or pointwise is not None
                                     or uses is not None):
             raise ValueError("a loss of the outputs' moments has one output, "
@@ -125,6 +131,7 @@ class Problem:
         self.uses = uses
         self.pointwise = pointwise
         self.curvature = curvature if pointwise is not None else None
+        self.flat = flat
         self.K = int(n_outputs)
         self.loss = loss
         self.lam = float(lam)
