@@ -182,7 +182,8 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
         self.selection_, value = resolve_selection(
             self.selection, self.validation_fraction, self.cv, yl, self.solver,
             data.X.shape[0]) if C_star > 0 else (None, None)
-        if (self.selection_ == "cv" and hasattr(data.X, "primal_set")
+        data.distributed = hasattr(data.X, "primal_set")  # a Dask input
+        if (self.selection_ == "cv" and data.distributed
                 and data.X.shape[0] <= AUTO_CV_MAX_ROWS):
             # a Dask input small enough to cross-validate is fitted on the
             # client, as the same rows in memory are (the same model bit for
@@ -213,7 +214,7 @@ class _S3VMBase(LabeledScoreMixin, RandomFeatureClassifier):
         if sgd and cccp:
             raise ValueError('unlabeled_loss="ramp_cccp" needs solver="lbfgs" '
                              "(its concave-convex steps are L-BFGS solves).")
-        if cccp and hasattr(data.X, "primal_set"):
+        if cccp and data.distributed:
             # a Dask point set ships its loss to the workers once: the slopes
             # the solver re-linearises would not follow
             raise NotImplementedError(
