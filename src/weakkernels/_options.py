@@ -75,9 +75,9 @@ class SolverOptions:
         ``newton_max_iter``, or where its line search finds no decrease)
         by L-BFGS from its iterate, within the solve's iteration budget:
         every solve then ends where L-BFGS alone would stop (its gradient
-        tolerance, or no further relative decrease). Off by default: the
-        finish costs most of a fit where the stages are not convex and
-        changes its error within the seeds' spread
+        tolerance, or no further relative decrease). Off by default: where
+        the stages are not convex the lower objective it reaches is not a
+        lower error, and it changes the error within the seeds' spread
         (docs/benchmarks/solvers.md, "The L-BFGS finish").
     selection_newton_max_iter : int or None, default=6
         Newton iterations per solve of a model-selection candidate (the
